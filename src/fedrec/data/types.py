@@ -1,8 +1,10 @@
 """Typed containers for the three kinds of data fedrec works on.
 
-* :class:`RatingDataset` -- explicit ratings (ML-100K, ML-1M, ML-10M, Douban, Flixster, YahooMusic).
+* :class:`RatingDataset` -- explicit ratings (ML-100K, ML-1M, ML-10M, Douban, Flixster,
+  YahooMusic).
 * :class:`InteractionDataset` -- implicit feedback (Gowalla, Yelp2018, Amazon-Book, Steam-200K).
-* :class:`GraphDataset` -- node classification (Cora, CiteSeer, PubMed, GraphSAINT PPI/Flickr/Reddit).
+* :class:`GraphDataset` -- node classification (Cora, CiteSeer, PubMed, GraphSAINT
+  PPI/Flickr/Reddit).
 
 All ids are dense, zero-based ``int64``; every array is a NumPy array so that the containers are
 cheap to pickle into a client process and independent of the torch device.
@@ -18,7 +20,10 @@ import scipy.sparse as sp
 
 @dataclass(frozen=True)
 class Interactions:
-    """A bag of (user, item, value) triples; ``value`` is the rating, or 1.0 for implicit feedback."""
+    """A bag of (user, item, value) triples.
+
+    ``value`` is the rating, or 1.0 for implicit feedback.
+    """
 
     users: np.ndarray
     items: np.ndarray

@@ -1,0 +1,40 @@
+"""Algorithms, one module per method, and the registry the CLI looks names up in."""
+
+from __future__ import annotations
+
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
+from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
+from fedrec.algorithms.pmf import PMFConfig, build_pmf
+from fedrec.errors import ConfigError
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    spec.name: spec
+    for spec in (
+        AlgorithmSpec(
+            name="pmf",
+            summary="centralized matrix factorisation (no federation, no privacy)",
+            paper="Salakhutdinov & Mnih, Probabilistic Matrix Factorization, NIPS 2007",
+            config_cls=PMFConfig,
+            dataset_kinds=("explicit", "implicit"),
+            build=build_pmf,
+        ),
+        AlgorithmSpec(
+            name="fcf",
+            summary="federated collaborative filtering: user factors stay on the device",
+            paper="Ammad-ud-din et al., Federated Collaborative Filtering, arXiv:1901.09888",
+            config_cls=FCFConfig,
+            dataset_kinds=("explicit", "implicit"),
+            build=build_fcf,
+            build_job=build_fcf_job,
+        ),
+    )
+}
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    if name not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm {name!r}; known: {', '.join(sorted(ALGORITHMS))}")
+    return ALGORITHMS[name]
+
+
+__all__ = ["ALGORITHMS", "AlgorithmSpec", "FederatedJob", "ServerLogic", "Trainer", "get_algorithm"]

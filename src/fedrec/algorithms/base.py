@@ -1,0 +1,132 @@
+"""What an algorithm is, and the two trainers (federated, centralized) that the runner drives.
+
+A federated algorithm (Flower's split, kept apart from transport) is:
+
+* a :class:`ServerLogic`: the orchestrator, whose :meth:`~ServerLogic.run_round` is the
+  protocol's steps in order, talking to other parties only through a
+  :class:`~fedrec.federation.runtime.Runtime`;
+* a client :class:`~fedrec.federation.runtime.PartyLogic` and, optionally, the logic of extra
+  services (a third-party matcher, an aggregation server).
+
+:class:`FederatedJob` bundles them with the partitioned data so that any runtime -- the
+in-process simulator here, Flower in :mod:`fedrec.engines` -- can run the same code.
+A centralized baseline subclasses :class:`CentralizedTrainer` and has an empty ledger.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fedrec.config import RunConfig
+from fedrec.data.types import Dataset
+from fedrec.federation.ledger import CommunicationLedger
+from fedrec.federation.runtime import InProcessRuntime, PartyLogic, Runtime
+
+
+class ServerLogic(ABC):
+    """The server side of a federated algorithm."""
+
+    @abstractmethod
+    def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        """Carry out one round's protocol steps; return training statistics."""
+
+    @abstractmethod
+    def evaluate(self, rt: Runtime) -> dict[str, float]:
+        """Test metrics (computed where the algorithm keeps its model: server or clients)."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        """Privacy spent so far (epsilon, delta, accountant), or None for no formal guarantee."""
+        return None
+
+
+@dataclass
+class FederatedJob:
+    server: ServerLogic
+    client_logic: PartyLogic
+    client_data: dict[int, Any]
+    services: dict[str, tuple[PartyLogic, Any]] = field(default_factory=dict)
+
+
+class Trainer(ABC):
+    """What the runner drives, round by round."""
+
+    ledger: CommunicationLedger
+
+    @abstractmethod
+    def train_round(self, rnd: int) -> dict[str, float]: ...
+
+    @abstractmethod
+    def evaluate(self) -> dict[str, float]: ...
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        return None
+
+
+class FederatedTrainer(Trainer):
+    """Runs a :class:`FederatedJob` on the in-process simulator."""
+
+    def __init__(self, job: FederatedJob, cfg: RunConfig, device: torch.device) -> None:
+        self.job = job
+        self.runtime = InProcessRuntime(
+            client_data=job.client_data,
+            client_logic=job.client_logic,
+            services=job.services,
+            seed=cfg.seed,
+            dropout=cfg.dropout,
+            device=device,
+        )
+        self.ledger = self.runtime.ledger
+
+    def train_round(self, rnd: int) -> dict[str, float]:
+        self.runtime.begin_round(rnd)
+        return self.job.server.run_round(self.runtime, rnd)
+
+    def evaluate(self) -> dict[str, float]:
+        return self.job.server.evaluate(self.runtime)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"server": self.job.server.state_dict(), "runtime": self.runtime.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.job.server.load_state_dict(state["server"])
+        self.runtime.load_state_dict(state["runtime"])
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        return self.job.server.privacy_report()
+
+
+class CentralizedTrainer(Trainer):
+    """Base of non-federated baselines: all data in one place, nothing on the wire."""
+
+    def __init__(self) -> None:
+        self.ledger = CommunicationLedger()
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registry entry: how to build a trainer for a dataset from a config."""
+
+    name: str
+    summary: str
+    paper: str
+    config_cls: type[RunConfig]
+    dataset_kinds: tuple[str, ...]
+    build: Callable[[RunConfig, Dataset, torch.device], Trainer]
+    build_job: Callable[[RunConfig, Dataset, torch.device], FederatedJob] | None = None

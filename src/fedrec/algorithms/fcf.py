@@ -1,0 +1,227 @@
+"""FCF: federated collaborative filtering (Ammad-ud-din et al., 2019).
+
+User factors never leave the device; the server holds the item factors. One round:
+
+1. ``train`` (server -> selected clients): the current item factors ``Q`` (and item biases for
+   explicit ratings).
+2. Each client takes ``local_steps`` gradient steps on its own user factor ``p_u`` (and bias)
+   with ``Q`` fixed, then computes the gradient of its loss with respect to the item rows it
+   touched (its rated items; for implicit feedback, its positives and sampled negatives) and
+   uploads ``(item ids, gradient rows, loss)``.
+3. The server sums the gradients and takes one Adam step on ``Q``.
+
+Losses are those of :mod:`fedrec.models.mf`. The original FCF targets implicit feedback with an
+ALS user step; we take gradient steps on the user side so that one code path serves explicit
+ratings (MSE) and implicit feedback (BPR).
+
+What the server learns: the uploaded rows name the items each client touched (for explicit
+ratings, exactly the rated items). FCF has no defence against this; FedGNN's pseudo items and
+LDP (:mod:`fedrec.algorithms.fedgnn`) exist because of it.
+
+The cohort step is vectorised: every client's gradient is taken on its *own copy* of the item
+rows it touched (one leaf tensor holding all ``(client, item)`` pairs), so one backward pass over
+the cohort's summed loss yields each client's exact individual gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
+from fedrec.algorithms.mf_common import (
+    reduce_client_metrics,
+    scale_midpoint,
+    MFConfig,
+    cohort_rows,
+    evaluate_clients_explicit,
+    evaluate_clients_ranking,
+)
+from fedrec.config import check_range
+from fedrec.data.partition import partition_by_user
+from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
+from fedrec.federation.codec import Payload
+from fedrec.federation.rng import derive_seed, torch_generator
+from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime
+from fedrec.models.mf import bpr_loss, init_factors, rating_loss, sample_negatives
+
+
+@dataclass
+class FCFConfig(MFConfig):
+    local_steps: int = 5
+    lr_user: float = 0.05
+
+    def validate(self) -> None:
+        super().validate()
+        check_range("local_steps", self.local_steps, 1)
+        check_range("lr_user", self.lr_user, 0.0, low_open=True)
+
+
+class FCFClient(PartyLogic):
+    """A device: its user factor (state) and its own rows (data)."""
+
+    def __init__(self, cfg: FCFConfig, dataset: Dataset) -> None:
+        self.cfg = cfg
+        self.explicit = isinstance(dataset, RatingDataset)
+        self.num_items = dataset.num_items
+        # Public facts only: the scale, never statistics of other users' ratings.
+        self.rating_range = (
+            (dataset.rating_min, dataset.rating_max) if self.explicit else (0.0, 0.0)
+        )
+        self.mu = scale_midpoint(dataset) if self.explicit else 0.0
+
+    def init_state(self, party: int, data: Any) -> dict[str, Any]:
+        gen = torch_generator(self.cfg.seed, "init-user", party)
+        return {"p": init_factors(1, self.cfg.dim, gen)[0], "b": torch.zeros(())}
+
+    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
+        return self.handle_cohort(step, [ctx], [payload])[0]
+
+    def handle_cohort(
+        self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
+    ) -> list[Payload]:
+        q = torch.as_tensor(payloads[0]["item_factors"])
+        b_i = torch.as_tensor(payloads[0]["item_bias"]) if self.explicit else None
+        if any(p is not payloads[0] for p in payloads):
+            raise ValueError("FCF expects the same broadcast for the whole cohort")
+        if step == "train":
+            return self._train(ctxs, q, b_i)
+        if step == "evaluate":
+            p = torch.stack([c.state["p"] for c in ctxs])
+            b_u = torch.stack([c.state["b"] for c in ctxs])
+            if self.explicit:
+                return evaluate_clients_explicit(ctxs, p, b_u, q, b_i, self.mu, self.rating_range)
+            return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk)
+        raise ValueError(f"FCF clients have no step {step!r}")
+
+    def _train(
+        self, ctxs: Sequence[PartyContext], q: torch.Tensor, b_i: torch.Tensor | None
+    ) -> list[Payload]:
+        cfg = self.cfg
+        rows = cohort_rows(ctxs, num_items=None if self.explicit else self.num_items)
+        p = torch.stack([c.state["p"] for c in ctxs]).requires_grad_(True)
+        b_u = torch.stack([c.state["b"] for c in ctxs]).requires_grad_(True)
+        local, items = rows.local, rows.items
+        if not self.explicit:
+            # Negatives keyed by (run seed, round, user id, row position): independent of the cohort.
+            seed = derive_seed(cfg.seed, ctxs[0].round, "fcf-negatives")
+            neg = sample_negatives(seed, rows.users, rows.position, self.num_items, rows.keys)
+            local = torch.cat([local, local])
+            items = torch.cat([items, neg])
+        # Each client's own copy of each item row it touches: unique (client, item) pairs.
+        pair_key = local * self.num_items + items
+        pairs, pair_of_row = torch.unique(pair_key, return_inverse=True)
+        pair_item = pairs % self.num_items
+        pair_client = pairs // self.num_items
+
+        def loss_of(p_: torch.Tensor, bu_: torch.Tensor, q_pairs: torch.Tensor,
+                    bi_pairs: torch.Tensor | None) -> torch.Tensor:
+            if self.explicit:
+                return rating_loss(
+                    p_[local], bu_[local], q_pairs[pair_of_row], bi_pairs[pair_of_row],
+                    rows.values, self.mu, cfg.reg,
+                )
+            n = len(rows.items)
+            return bpr_loss(
+                p_[local[:n]], q_pairs[pair_of_row[:n]], q_pairs[pair_of_row[n:]], cfg.reg
+            )
+
+        q_pairs = q[pair_item]
+        bi_pairs = b_i[pair_item] if b_i is not None else None
+        for _ in range(cfg.local_steps):
+            loss = loss_of(p, b_u, q_pairs, bi_pairs)
+            gp, gb = torch.autograd.grad(loss, [p, b_u], allow_unused=True)
+            with torch.no_grad():
+                p -= cfg.lr_user * gp
+                if gb is not None:
+                    b_u -= cfg.lr_user * gb
+        q_pairs = q_pairs.clone().requires_grad_(True)
+        leaves = [q_pairs]
+        if bi_pairs is not None:
+            bi_pairs = bi_pairs.clone().requires_grad_(True)
+            leaves.append(bi_pairs)
+        per_row_loss = loss_of(p.detach(), b_u.detach(), q_pairs, bi_pairs)
+        grads = torch.autograd.grad(per_row_loss, leaves)
+        # Per-client losses for reporting: recompute cheaply without graph.
+        counts = torch.bincount(pair_client, minlength=len(ctxs)).tolist()
+        items_split = pair_item.split(counts)
+        gq_split = grads[0].split(counts)
+        gb_split = grads[1].split(counts) if len(grads) > 1 else [None] * len(ctxs)
+        out: list[Payload] = []
+        for i, ctx in enumerate(ctxs):
+            ctx.state["p"] = p[i].detach().clone()
+            ctx.state["b"] = b_u[i].detach().clone()
+            msg: Payload = {"items": items_split[i], "grad_q": gq_split[i]}
+            if gb_split[i] is not None:
+                msg["grad_b"] = gb_split[i]
+            msg["num_rows"] = int(rows.counts[i])
+            out.append(msg)
+        return out
+
+
+class FCFServer(ServerLogic):
+    """Holds the item factors; sums client gradients; one Adam step per round."""
+
+    def __init__(self, cfg: FCFConfig, num_items: int, explicit: bool) -> None:
+        self.cfg = cfg
+        self.explicit = explicit
+        gen = torch_generator(cfg.seed, "init-items")
+        self.q = init_factors(num_items, cfg.dim, gen).requires_grad_(True)
+        self.b_i = torch.zeros(num_items, requires_grad=True)
+        params = [self.q, self.b_i] if explicit else [self.q]
+        self.opt = torch.optim.Adam(params, lr=cfg.lr)
+
+    def _broadcast(self) -> Payload:
+        msg: Payload = {"item_factors": self.q.detach()}
+        if self.explicit:
+            msg["item_bias"] = self.b_i.detach()
+        return msg
+
+    def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        n = self.cfg.clients_per_round or len(rt.client_ids)
+        selected = rt.sample_clients(n)
+        replies = rt.broadcast("train", selected, self._broadcast())
+        if not replies:
+            return {"clients": 0}
+        items = torch.cat([torch.as_tensor(r["items"]) for r in replies.values()])
+        gq = torch.cat([torch.as_tensor(r["grad_q"]) for r in replies.values()])
+        self.opt.zero_grad()
+        self.q.grad = torch.zeros_like(self.q).index_add_(0, items, gq)
+        if self.explicit:
+            gb = torch.cat([torch.as_tensor(r["grad_b"]) for r in replies.values()])
+            self.b_i.grad = torch.zeros_like(self.b_i).index_add_(0, items, gb)
+        self.opt.step()
+        return {"clients": len(replies)}
+
+    def evaluate(self, rt: Runtime) -> dict[str, float]:
+        replies = rt.broadcast("evaluate", rt.client_ids, self._broadcast())
+        return reduce_client_metrics(replies.values(), self.explicit)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"q": self.q.detach().clone(), "b_i": self.b_i.detach().clone(),
+                "opt": self.opt.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        with torch.no_grad():
+            self.q.copy_(state["q"])
+            self.b_i.copy_(state["b_i"])
+        self.opt.load_state_dict(state["opt"])
+
+
+def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> FederatedJob:
+    explicit = isinstance(dataset, RatingDataset)
+    if not explicit and not isinstance(dataset, InteractionDataset):
+        raise TypeError("FCF needs a rating or interaction dataset")
+    return FederatedJob(
+        server=FCFServer(cfg, dataset.num_items, explicit),
+        client_logic=FCFClient(cfg, dataset),
+        client_data=partition_by_user(dataset),
+    )
+
+
+def build_fcf(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> FederatedTrainer:
+    return FederatedTrainer(build_fcf_job(cfg, dataset, device), cfg, device)
+

@@ -1,0 +1,137 @@
+"""Pieces shared by the matrix-factorisation algorithms (PMF, FCF): config, cohort batching and
+client-side evaluation (each client scores its own test rows and sends back only sums)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedrec.config import RunConfig, check_range
+from fedrec.data.types import RatingDataset
+from fedrec.federation.codec import Payload
+from fedrec.federation.runtime import PartyContext
+from fedrec.metrics.ranking import per_user_topk_metrics
+
+
+@dataclass
+class MFConfig(RunConfig):
+    dim: int = 32
+    lr: float = 0.01
+    reg: float = 0.01
+    topk: int = 20
+
+    def validate(self) -> None:
+        super().validate()
+        check_range("dim", self.dim, 1)
+        check_range("lr", self.lr, 0.0, low_open=True)
+        check_range("reg", self.reg, 0.0)
+        check_range("topk", self.topk, 1)
+
+
+def scale_midpoint(ds: RatingDataset) -> float:
+    """The public offset ``mu``: the middle of the rating scale (not a statistic of the data)."""
+    return (ds.rating_min + ds.rating_max) / 2.0
+
+
+@dataclass
+class CohortRows:
+    """The training rows of a cohort, concatenated; ``local`` is the client's cohort position."""
+
+    local: torch.Tensor
+    users: torch.Tensor
+    items: torch.Tensor
+    values: torch.Tensor
+    position: torch.Tensor
+    counts: np.ndarray
+    keys: torch.Tensor  # sorted user * num_items + item, for negative sampling
+
+
+def cohort_rows(
+    ctxs: Sequence[PartyContext], split: str = "train", num_items: int | None = None
+) -> CohortRows:
+    """Concatenate the cohort's ``split`` rows (``num_items`` also builds the sorted keys)."""
+    items_list = [getattr(c.data, f"{split}_items") for c in ctxs]
+    values_list = [getattr(c.data, f"{split}_values") for c in ctxs]
+    counts = np.fromiter((len(x) for x in items_list), dtype=np.int64, count=len(ctxs))
+    users_np = np.fromiter((c.party for c in ctxs), dtype=np.int64, count=len(ctxs))
+    local = torch.from_numpy(np.repeat(np.arange(len(ctxs)), counts))
+    items = torch.from_numpy(np.concatenate(items_list).astype(np.int64)) if len(ctxs) else (
+        torch.zeros(0, dtype=torch.int64))
+    values = torch.from_numpy(np.concatenate(values_list).astype(np.float32))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    position = torch.from_numpy(np.arange(counts.sum()) - np.repeat(starts, counts))
+    users = torch.from_numpy(users_np)[local]
+    keys = (
+        torch.sort(users * num_items + items).values
+        if num_items is not None else torch.empty(0, dtype=torch.int64)
+    )
+    return CohortRows(local, users, items, values, position, counts, keys)
+
+
+def evaluate_clients_explicit(
+    ctxs: Sequence[PartyContext], p: torch.Tensor, b_u: torch.Tensor, q: torch.Tensor,
+    b_i: torch.Tensor, mu: float, rating_range: tuple[float, float],
+) -> list[Payload]:
+    """Each client predicts its own test ratings (clamped to the scale) and returns error sums."""
+    rows = cohort_rows(ctxs, "test")
+    lo, hi = rating_range
+    with torch.no_grad():
+        pred = mu + b_u[rows.local] + b_i[rows.items] + (p[rows.local] * q[rows.items]).sum(-1)
+        err = pred.clamp(lo, hi) - rows.values
+    sq = torch.zeros(len(ctxs), dtype=torch.float64).index_add_(0, rows.local, err.double() ** 2)
+    ab = torch.zeros(len(ctxs), dtype=torch.float64).index_add_(0, rows.local, err.double().abs())
+    return [
+        {"sq_err": float(sq[i]), "abs_err": float(ab[i]), "count": int(rows.counts[i])}
+        for i in range(len(ctxs))
+    ]
+
+
+def evaluate_clients_ranking(
+    ctxs: Sequence[PartyContext], p: torch.Tensor, q: torch.Tensor, k: int,
+    batch: int = 2048,
+) -> list[Payload]:
+    """Each client ranks all items it has not trained on and returns its own Recall/NDCG@k."""
+    out: list[Payload] = []
+    num_items = q.shape[0]
+    for start in range(0, len(ctxs), batch):
+        chunk = ctxs[start : start + batch]
+        train = cohort_rows(chunk, "train")
+        test = cohort_rows(chunk, "test")
+        with torch.no_grad():
+            scores = p[start : start + len(chunk)] @ q.T
+            scores[train.local, train.items] = -torch.inf
+            top = torch.topk(scores, min(k, num_items), dim=1).indices
+        test_keys = torch.sort(test.local * num_items + test.items).values
+        keys = torch.arange(len(chunk)).unsqueeze(1) * num_items + top
+        pos = torch.searchsorted(test_keys, keys).clamp(max=max(len(test_keys) - 1, 0))
+        hits = (test_keys[pos] == keys) if len(test_keys) else torch.zeros_like(keys, dtype=bool)
+        metrics = per_user_topk_metrics(hits.numpy(), test.counts, (k,))
+        for i in range(len(chunk)):
+            msg: Payload = {name: float(v[i]) for name, v in metrics.items()}
+            msg["count"] = int(test.counts[i] > 0)
+            out.append(msg)
+    return out
+
+
+def reduce_client_metrics(replies: Iterable[Payload], explicit: bool) -> dict[str, float]:
+    """Combine the clients' evaluation sums into RMSE/MAE or mean ranking metrics."""
+    replies = list(replies)
+    if explicit:
+        n = sum(r["count"] for r in replies)
+        if n == 0:
+            return {}
+        return {
+            "rmse": float(np.sqrt(sum(r["sq_err"] for r in replies) / n)),
+            "mae": float(sum(r["abs_err"] for r in replies) / n),
+            "eval_clients": float(len(replies)),
+        }
+    counted = [r for r in replies if r["count"]]
+    if not counted:
+        return {}
+    names = [k for k in counted[0] if k != "count"]
+    out = {name: float(np.mean([r[name] for r in counted])) for name in names}
+    out["eval_clients"] = float(len(counted))
+    return out

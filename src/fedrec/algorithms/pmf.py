@@ -1,0 +1,116 @@
+"""PMF: centralized matrix factorisation (Salakhutdinov & Mnih 2007), the no-federation baseline.
+
+All ratings sit in one place; minibatch Adam on the losses of :mod:`fedrec.models.mf` (MSE for
+explicit ratings, BPR for implicit feedback). One "round" is one epoch. Nothing is sent, so its
+ledger stays empty and it has no privacy guarantee.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrec.algorithms.base import CentralizedTrainer
+from fedrec.algorithms.mf_common import MFConfig, scale_midpoint
+from fedrec.config import check_range
+from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
+from fedrec.federation.rng import derive_seed, torch_generator
+from fedrec.metrics import evaluate_topk, mae, rmse
+from fedrec.models.mf import bpr_loss, init_factors, predict_ratings, rating_loss, sample_negatives
+
+
+@dataclass
+class PMFConfig(MFConfig):
+    batch_size: int = 1024
+
+    def validate(self) -> None:
+        super().validate()
+        check_range("batch_size", self.batch_size, 1)
+
+
+class PMFTrainer(CentralizedTrainer):
+    def __init__(self, cfg: PMFConfig, dataset: Dataset, device: torch.device) -> None:
+        super().__init__()
+        if not isinstance(dataset, RatingDataset | InteractionDataset):
+            raise TypeError("PMF needs a rating or interaction dataset")
+        self.cfg = cfg
+        self.ds = dataset
+        self.device = device
+        self.explicit = isinstance(dataset, RatingDataset)
+        self.mu = scale_midpoint(dataset) if self.explicit else 0.0
+        gen = torch_generator(cfg.seed, "pmf-init")
+        self.p = init_factors(dataset.num_users, cfg.dim, gen).to(device).requires_grad_(True)
+        self.q = init_factors(dataset.num_items, cfg.dim, gen).to(device).requires_grad_(True)
+        self.b_u = torch.zeros(dataset.num_users, device=device, requires_grad=True)
+        self.b_i = torch.zeros(dataset.num_items, device=device, requires_grad=True)
+        params = [self.p, self.q, self.b_u, self.b_i] if self.explicit else [self.p, self.q]
+        self.opt = torch.optim.Adam(params, lr=cfg.lr)
+        tr = dataset.train
+        self.users = torch.from_numpy(tr.users.astype(np.int64)).to(device)
+        self.items = torch.from_numpy(tr.items.astype(np.int64)).to(device)
+        self.values = torch.from_numpy(tr.values.astype(np.float32)).to(device)
+        self.keys = torch.sort(self.users * dataset.num_items + self.items).values
+
+    def train_round(self, rnd: int) -> dict[str, float]:
+        cfg = self.cfg
+        n = len(self.users)
+        order = torch.randperm(n, generator=torch_generator(cfg.seed, rnd, "pmf-order"))
+        order = order.to(self.device)
+        if not self.explicit:
+            seed = derive_seed(cfg.seed, rnd, "pmf-negatives")
+            negatives = sample_negatives(
+                seed, self.users, torch.arange(n, device=self.device), self.ds.num_items, self.keys
+            )
+        total = 0.0
+        for start in range(0, n, cfg.batch_size):
+            idx = order[start : start + cfg.batch_size]
+            u, i = self.users[idx], self.items[idx]
+            if self.explicit:
+                loss = rating_loss(
+                    self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.values[idx], self.mu,
+                    cfg.reg,
+                )
+            else:
+                loss = bpr_loss(self.p[u], self.q[i], self.q[negatives[idx]], cfg.reg)
+            self.opt.zero_grad()
+            (loss / len(idx)).backward()
+            self.opt.step()
+            total += float(loss)
+        return {"train_loss": total / n}
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        te = self.ds.test
+        if self.explicit:
+            u = torch.from_numpy(te.users.astype(np.int64)).to(self.device)
+            i = torch.from_numpy(te.items.astype(np.int64)).to(self.device)
+            pred = predict_ratings(self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.mu)
+            pred = pred.clamp(self.ds.rating_min, self.ds.rating_max).cpu().numpy()
+            return {"rmse": rmse(pred, te.values), "mae": mae(pred, te.values)}
+        shape = (self.ds.num_users, self.ds.num_items)
+        return evaluate_topk(
+            lambda users: self.p[users] @ self.q.T,
+            self.ds.train.to_csr(*shape),
+            te.to_csr(*shape),
+            ks=(self.cfg.topk,),
+            device=self.device,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "params": [t.detach().cpu().clone() for t in (self.p, self.q, self.b_u, self.b_i)],
+            "opt": self.opt.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        with torch.no_grad():
+            for t, v in zip((self.p, self.q, self.b_u, self.b_i), state["params"], strict=True):
+                t.copy_(v)
+        self.opt.load_state_dict(state["opt"])
+
+
+def build_pmf(cfg: PMFConfig, dataset: Dataset, device: torch.device) -> PMFTrainer:
+    return PMFTrainer(cfg, dataset, device)

@@ -1,0 +1,163 @@
+"""Configurations: a typed dataclass per algorithm, defaults in a YAML file a user can copy.
+
+Resolution order (later wins): the algorithm's packaged YAML (``fedrec/configs/NAME.yaml``), its
+``datasets: {DATASET: {...}}`` section for the chosen dataset, the user's ``--config FILE`` (same
+layout), then ``--set key=value`` overrides. Unknown keys and values of the wrong type or out of
+range raise :class:`~fedrec.errors.ConfigError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from fedrec.errors import ConfigError
+
+
+@dataclass
+class RunConfig:
+    """Options every run has. ``clients_per_round`` 0 means all clients."""
+
+    rounds: int
+    seed: int = 0
+    clients_per_round: int = 0
+    dropout: float = 0.0
+    eval_every: int = 1
+
+    def validate(self) -> None:
+        check_range("rounds", self.rounds, 1)
+        check_range("clients_per_round", self.clients_per_round, 0)
+        check_range("dropout", self.dropout, 0.0, 0.99)
+        check_range("eval_every", self.eval_every, 1)
+
+
+def check_range(name: str, value: float, low: float | None = None, high: float | None = None,
+                *, low_open: bool = False) -> None:
+    """Raise ConfigError unless ``low <= value <= high`` (``low < value`` when ``low_open``)."""
+    if value != value:  # NaN
+        raise ConfigError(f"{name} must be a number, got NaN")
+    if low is not None and (value <= low if low_open else value < low):
+        bound = f"> {low}" if low_open else f">= {low}"
+        raise ConfigError(f"{name} must be {bound}, got {value}")
+    if high is not None and value > high:
+        raise ConfigError(f"{name} must be <= {high}, got {value}")
+
+
+def check_choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
+    choices = list(choices)
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+C = TypeVar("C", bound=RunConfig)
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(name, value, args[0])
+    if origin in (tuple, list):
+        if not isinstance(value, list | tuple):
+            value = [value]
+        (inner, *_) = typing.get_args(hint) or (Any,)
+        return tuple(_coerce(name, v, inner) for v in value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{name} must be a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{name} must be a string, got {value!r}")
+        return value
+    return value
+
+
+def _read_yaml(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{source}{where}: not valid YAML") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of option: value")
+    return data
+
+
+def default_config_text(algorithm: str) -> str:
+    """The packaged defaults file of ``algorithm`` (what ``fedrec config show`` prints)."""
+    try:
+        return resources.files("fedrec.configs").joinpath(f"{algorithm}.yaml").read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"no default configuration for algorithm {algorithm!r}") from None
+
+
+def _layer(values: dict[str, Any], data: dict[str, Any], dataset: str | None) -> None:
+    per_dataset = data.pop("datasets", None) or {}
+    values.update(data)
+    if dataset is not None and dataset in per_dataset:
+        values.update(per_dataset[dataset])
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    if "=" not in item:
+        raise ConfigError(f"--set expects key=value, got {item!r}")
+    key, raw = item.split("=", 1)
+    return key.strip(), _read_yaml(f"v: {raw}", f"--set {key}")["v"]
+
+
+def build_config(
+    cls: type[C],
+    algorithm: str,
+    dataset: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: typing.Sequence[str] | dict[str, Any] = (),
+) -> C:
+    """Resolve the configuration of one run (see the module docstring)."""
+    values: dict[str, Any] = {}
+    _layer(values, _read_yaml(default_config_text(algorithm), f"{algorithm}.yaml"), dataset)
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        _layer(values, _read_yaml(path.read_text(), str(path)), dataset)
+    pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
+    values.update(dict(pairs))
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {', '.join(unknown)} for {algorithm}; valid: {', '.join(sorted(names))}"
+        )
+    kwargs = {k: _coerce(k, v, hints[k]) for k, v in values.items()}
+    try:
+        cfg = cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{algorithm}: {exc}") from None
+    cfg.validate()
+    return cfg
+
+
+def to_dict(cfg: RunConfig) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)

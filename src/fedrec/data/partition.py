@@ -1,0 +1,170 @@
+"""Splitting a dataset into per-party pieces: one client per user, or graph hosts.
+
+Privacy boundary: a :class:`ClientData` holds copies of exactly one user's rows (no views into
+the full arrays, so no other user's data is reachable from it), and a :class:`HostPartition`
+holds only its own nodes, their features/labels and the edges among them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedrec.data.types import GraphDataset, InteractionDataset, RatingDataset
+from fedrec.errors import ConfigError
+
+
+def _own(a: np.ndarray) -> np.ndarray:
+    """A read-only copy that owns its memory (``.base is None``)."""
+    out = np.array(a, copy=True)
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True)
+class ClientData:
+    """One user's data: train and test rows (item ids and values) and the user's feature row.
+
+    ``num_items`` (catalogue size) is public metadata every client needs to score items.
+    """
+
+    user: int
+    train_items: np.ndarray
+    train_values: np.ndarray
+    test_items: np.ndarray
+    test_values: np.ndarray
+    features: np.ndarray | None
+    num_items: int
+
+    @property
+    def num_train(self) -> int:
+        return len(self.train_items)
+
+    @property
+    def num_test(self) -> int:
+        return len(self.test_items)
+
+
+def _group(users: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """Unique users and, per column, the list of per-user chunks (stable order within a user)."""
+    order = np.argsort(users, kind="stable")
+    su = users[order]
+    uniq, starts = np.unique(su, return_index=True)
+    return uniq, [np.split(c[order], starts[1:]) for c in cols]
+
+
+def partition_by_user(
+    ds: RatingDataset | InteractionDataset, include_test_only: bool = False
+) -> dict[int, ClientData]:
+    """``{user id: ClientData}`` for every user with at least one training row (the clients of
+    :meth:`user_ids`); with ``include_test_only`` also users that only have test rows.
+
+    Test rows of users without training rows are dropped unless ``include_test_only``.
+    Vectorised (one argsort and ``np.split`` per part), then each chunk is copied.
+    """
+    tr_users, (tr_items, tr_vals) = _group(ds.train.users, ds.train.items, ds.train.values)
+    te_users, (te_items, te_vals) = _group(ds.test.users, ds.test.items, ds.test.values)
+    clients_users = np.union1d(tr_users, te_users) if include_test_only else tr_users
+    tr_pos = {int(u): k for k, u in enumerate(tr_users)}
+    te_pos = {int(u): k for k, u in enumerate(te_users)}
+    empty_i = np.empty(0, dtype=ds.train.items.dtype)
+    empty_v = np.empty(0, dtype=ds.train.values.dtype)
+    feats = ds.user_features
+    out: dict[int, ClientData] = {}
+    for u in clients_users.tolist():
+        k, j = tr_pos.get(u), te_pos.get(u)
+        out[u] = ClientData(
+            user=u,
+            train_items=_own(tr_items[k] if k is not None else empty_i),
+            train_values=_own(tr_vals[k] if k is not None else empty_v),
+            test_items=_own(te_items[j] if j is not None else empty_i),
+            test_values=_own(te_vals[j] if j is not None else empty_v),
+            features=None if feats is None else _own(feats[u]),
+            num_items=ds.num_items,
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class HostPartition:
+    """One graph host's share. ``node_ids`` are global ids (sorted); everything else is indexed
+    locally (``0..len(node_ids)-1``). ``is_public[k]`` marks node ``k`` as public (held by every
+    host) rather than private to this host."""
+
+    host: int
+    node_ids: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    edge_index: np.ndarray
+    train_mask: np.ndarray
+    val_mask: np.ndarray
+    test_mask: np.ndarray
+    is_public: np.ndarray
+    num_classes: int
+    multilabel: bool = False
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_ids)
+
+
+def assign_nodes(
+    num_nodes: int, num_hosts: int, public_fraction: float = 0.1, seed: int = 0
+) -> np.ndarray:
+    """Owner of every node: ``-1`` for public nodes, else the host id ``0..num_hosts-1``.
+
+    ``round(public_fraction * num_nodes)`` nodes are drawn uniformly at random as public; the rest
+    are shuffled and dealt round-robin, so host sizes differ by at most one.
+    """
+    if num_hosts < 1:
+        raise ConfigError(f"num_hosts must be at least 1, got {num_hosts}")
+    if not 0.0 <= public_fraction < 1.0:
+        raise ConfigError(f"public_fraction must be in [0, 1), got {public_fraction}")
+    perm = np.random.default_rng(seed).permutation(num_nodes)
+    n_public = round(public_fraction * num_nodes)
+    owner = np.empty(num_nodes, dtype=np.int64)
+    owner[perm[:n_public]] = -1
+    owner[perm[n_public:]] = np.arange(num_nodes - n_public) % num_hosts
+    return owner
+
+
+def partition_graph(
+    g: GraphDataset, num_hosts: int, public_fraction: float = 0.1, seed: int = 0
+) -> list[HostPartition]:
+    """Split ``g`` among ``num_hosts`` hosts with shared public nodes (Feras-style setting).
+
+    Choice made here: a random ``public_fraction`` of the nodes is public and is given to *every*
+    host (features, labels and masks included); every other node is private to exactly one host,
+    chosen uniformly at random (seeded, balanced; see :func:`assign_nodes`). A host gets the
+    subgraph induced by its private plus the public nodes, so edges between private nodes of
+    different hosts are dropped, while private-public and public-public edges appear in every
+    host that holds both ends. No METIS: random assignment keeps hosts statistically alike.
+    """
+    n = g.num_nodes
+    owner = assign_nodes(n, num_hosts, public_fraction, seed)
+    public = owner == -1
+    src, dst = g.edge_index
+    hosts = []
+    local = np.empty(n, dtype=np.int64)
+    for h in range(num_hosts):
+        mine = public | (owner == h)
+        nodes = np.flatnonzero(mine)
+        local[nodes] = np.arange(len(nodes))
+        keep = mine[src] & mine[dst]
+        hosts.append(
+            HostPartition(
+                host=h,
+                node_ids=_own(nodes),
+                x=_own(g.x[nodes]),
+                y=_own(g.y[nodes]),
+                edge_index=_own(np.stack([local[src[keep]], local[dst[keep]]])),
+                train_mask=_own(g.train_mask[nodes]),
+                val_mask=_own(g.val_mask[nodes]),
+                test_mask=_own(g.test_mask[nodes]),
+                is_public=_own(public[nodes]),
+                num_classes=g.num_classes,
+                multilabel=g.multilabel,
+            )
+        )
+    return hosts

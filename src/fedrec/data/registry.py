@@ -1,0 +1,160 @@
+"""Dataset names -> loaders: :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info`."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from fedrec.data.catalog import SPECS, DatasetSpec, get_spec
+from fedrec.data.download import ensure_files
+from fedrec.data.loaders import (
+    load_gnn_benchmark,
+    load_graphsaint,
+    load_lightgcn,
+    load_mgcnn,
+    load_ml100k,
+    load_movielens_dat,
+    load_planetoid,
+    load_steam,
+)
+from fedrec.data.types import Dataset, GraphDataset, RatingDataset
+from fedrec.errors import ConfigError
+
+__all__ = ["DatasetSpec", "dataset_info", "describe", "list_datasets", "load_dataset"]
+
+PathLike = str | os.PathLike[str]
+
+
+def _mgcnn(file: str, lo: float, hi: float, step: float | None) -> Callable[..., Dataset]:
+    def load(root: Path, name: str) -> Dataset:
+        from fedrec.data.loaders._common import require_files
+
+        require_files(name, root, [file])
+        return load_mgcnn(root / file, name, lo, hi, step)
+
+    return load
+
+
+# Each loader is called as loader(root, **options) (plus name where it takes one).
+_LOADERS: dict[str, Callable[..., Dataset]] = {
+    "ml-100k": load_ml100k,
+    "ml-1m": partial(load_movielens_dat, name="ml-1m", half_stars=False),
+    "ml-10m": partial(load_movielens_dat, name="ml-10m", half_stars=True),
+    "douban": partial(_mgcnn("training_test_dataset.mat", 1, 5, 1), name="douban"),
+    "flixster": partial(_mgcnn("training_test_dataset_10_NNs.mat", 0.5, 5, 0.5), name="flixster"),
+    "yahoo_music": partial(
+        _mgcnn("training_test_dataset_10_NNs.mat", 1, 100, None), name="yahoo_music"
+    ),
+    "gowalla": partial(load_lightgcn, name="gowalla"),
+    "yelp2018": partial(load_lightgcn, name="yelp2018"),
+    "amazon-book": partial(load_lightgcn, name="amazon-book"),
+    "steam-200k": load_steam,
+    "cora": partial(load_planetoid, name="cora"),
+    "citeseer": partial(load_planetoid, name="citeseer"),
+    "pubmed": partial(load_planetoid, name="pubmed"),
+    "ppi": partial(load_graphsaint, name="ppi"),
+    "flickr": partial(load_graphsaint, name="flickr"),
+    "reddit": partial(load_graphsaint, name="reddit"),
+    "cora-gnnbench": partial(load_gnn_benchmark, name="cora-gnnbench", file="cora.npz"),
+    "citeseer-gnnbench": partial(load_gnn_benchmark, name="citeseer-gnnbench", file="citeseer.npz"),
+}
+assert set(_LOADERS) == set(SPECS)
+
+
+def list_datasets() -> list[DatasetSpec]:
+    """Every known dataset, in registry order."""
+    return list(SPECS.values())
+
+
+def _accepted_options(loader: Callable[..., Dataset]) -> list[str]:
+    fixed = set(loader.keywords) if isinstance(loader, partial) else set()
+    func = loader.func if isinstance(loader, partial) else loader
+    params = list(inspect.signature(func).parameters.values())[1:]  # drop root
+    return [p.name for p in params if p.name not in fixed and p.name != "name"]
+
+
+def load_dataset(
+    name: str, data_dir: PathLike | None = None, download: bool = False, **options: object
+) -> Dataset:
+    """Load dataset ``name`` from ``<data_dir>/<dirname>/``.
+
+    ``data_dir`` defaults to ``$FEDREC_DATA``, else the user cache (see :mod:`fedrec.data.paths`).
+    Missing files raise a :class:`DataError` saying which files to put where, unless ``download``
+    is true, in which case :func:`fedrec.data.download.ensure_files` fetches them first.
+    ``options`` are dataset-specific (see ``DatasetSpec.options``); an unknown name or option
+    raises :class:`ConfigError`.
+    """
+    get_spec(name)
+    loader = _LOADERS[name]
+    accepted = _accepted_options(loader)
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(
+            f"{name}: unknown option(s) {', '.join(unknown)}; accepted: "
+            f"{', '.join(accepted) or 'none'}"
+        )
+    extra = ["mgcnn/split_1.mat"] if name == "ml-100k" and options.get("split") == "mgcnn" else []
+    root = ensure_files(name, data_dir, download=download)
+    if extra:
+        ensure_files(name, data_dir, download=download, files=extra)
+    return loader(root, **options)
+
+
+def describe(ds: Dataset) -> dict[str, object]:
+    """Printable summary of a loaded dataset (counts, sparsity, value range, feature dims)."""
+    if isinstance(ds, GraphDataset):
+        undirected = int(ds.edge_index.shape[1]) // 2
+        n = ds.num_nodes
+        return {
+            "name": ds.name,
+            "kind": "graph",
+            "num_nodes": n,
+            "num_edges": undirected,
+            "num_features": int(ds.x.shape[1]),
+            "num_classes": ds.num_classes,
+            "multilabel": ds.multilabel,
+            "num_train": int(ds.train_mask.sum()),
+            "num_val": int(ds.val_mask.sum()),
+            "num_test": int(ds.test_mask.sum()),
+            "density": 2 * undirected / (n * (n - 1)) if n > 1 else 0.0,
+            "split": ds.meta.get("split"),
+        }
+    n_obs = len(ds.train) + len(ds.test)
+    cells = ds.num_users * ds.num_items
+    values = np.concatenate([ds.train.values, ds.test.values])
+    info: dict[str, object] = {
+        "name": ds.name,
+        "kind": "rating" if isinstance(ds, RatingDataset) else "interaction",
+        "num_users": ds.num_users,
+        "num_items": ds.num_items,
+        "num_train": len(ds.train),
+        "num_test": len(ds.test),
+        "num_clients": len(ds.user_ids()),
+        "density": n_obs / cells if cells else 0.0,
+        "sparsity": 1 - n_obs / cells if cells else 1.0,
+        "user_feature_dim": None if ds.user_features is None else int(ds.user_features.shape[1]),
+        "item_feature_dim": None if ds.item_features is None else int(ds.item_features.shape[1]),
+        "user_graph_edges": None if ds.user_graph is None else int(ds.user_graph.nnz),
+        "item_graph_edges": None if ds.item_graph is None else int(ds.item_graph.nnz),
+        "split": ds.meta.get("split"),
+        "source": ds.meta.get("source"),
+    }
+    if isinstance(ds, RatingDataset):
+        info["rating_range"] = (ds.rating_min, ds.rating_max)
+        info["observed_range"] = (float(values.min()), float(values.max())) if len(values) else None
+    return info
+
+
+def dataset_info(
+    name: str, data_dir: PathLike | None = None, **options: object
+) -> dict[str, object]:
+    """Load ``name`` and return :func:`describe` of it plus the spec's description and citation."""
+    spec = get_spec(name)
+    info = describe(load_dataset(name, data_dir, **options))
+    info.update(description=spec.description, url=spec.url, citation=spec.citation)
+    return info

@@ -1,0 +1,33 @@
+"""Federation runtime: parties, metered messages, the in-process simulator, checkpoints."""
+
+from fedrec.federation.checkpoint import load_checkpoint, save_checkpoint
+from fedrec.federation.codec import decode, encode, payload_size
+from fedrec.federation.ledger import CommunicationLedger
+from fedrec.federation.message import AGGREGATOR, SERVER, THIRD_PARTY, Message, PartyId, role_of
+from fedrec.federation.runtime import (
+    InProcessRuntime,
+    PartyContext,
+    PartyLogic,
+    Routed,
+    Runtime,
+)
+
+__all__ = [
+    "AGGREGATOR",
+    "SERVER",
+    "THIRD_PARTY",
+    "CommunicationLedger",
+    "InProcessRuntime",
+    "Message",
+    "PartyContext",
+    "PartyId",
+    "PartyLogic",
+    "Routed",
+    "Runtime",
+    "decode",
+    "encode",
+    "load_checkpoint",
+    "payload_size",
+    "role_of",
+    "save_checkpoint",
+]

@@ -1,0 +1,271 @@
+"""The federation runtime: how protocol steps reach parties, and the in-process simulator.
+
+An algorithm is written once, as *protocol steps*:
+
+* the **server** side is ordinary code (the orchestrator) that, each round, calls
+  :meth:`Runtime.call` / :meth:`Runtime.broadcast` to run a named step on a set of parties and
+  receive their replies;
+* every other party (clients, a third-party matcher, an aggregation server) is a
+  :class:`PartyLogic` whose :meth:`~PartyLogic.handle` method runs one step on that party's
+  private data and persistent state and returns what it sends: a payload for whoever called it,
+  or :class:`Routed` payloads for other parties (client -> third party, third party -> client),
+  which never pass through the orchestrator's memory.
+
+The :class:`Runtime` is the only way parties talk, so it meters every message's exact size into a
+:class:`~fedrec.federation.ledger.CommunicationLedger`, rejects updates that hold NaN/Inf, simulates
+dropouts, and shows each delivered message to registered observers (what an attack sees).
+The :class:`InProcessRuntime` may hand a whole cohort of clients to
+:meth:`PartyLogic.handle_cohort` in one vectorised call; the contract is that each client's
+outgoing payload depends only on its own data, state and ``ctx`` randomness
+(tested in ``tests/federation/test_privacy_boundary.py``). Engines for real deployments
+(Flower) implement the same :class:`Runtime` interface over the network.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrec.errors import ConfigError
+from fedrec.federation.codec import Payload, all_finite, payload_size
+from fedrec.federation.ledger import CommunicationLedger
+from fedrec.federation.message import SERVER, Message, PartyId, role_of
+from fedrec.federation.rng import derive_seed, numpy_rng, torch_generator
+
+
+@dataclass
+class Routed:
+    """Outgoing payloads addressed to parties other than the caller."""
+
+    to: dict[PartyId, Payload]
+
+
+Outgoing = Payload | Routed | None
+
+
+@dataclass
+class PartyContext:
+    """What a party's step can see: its own id, private data, persistent state and inbox."""
+
+    party: PartyId
+    data: Any
+    state: dict[str, Any]
+    round: int
+    step: str
+    seed: int
+    inbox: list[Message] = field(default_factory=list)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    def generator(self, *extra: object) -> torch.Generator:
+        """A torch generator unique to (run seed, round, step, party, extra)."""
+        return torch_generator(self.seed, self.round, self.step, self.party, *extra)
+
+    def rng(self, *extra: object) -> np.random.Generator:
+        return numpy_rng(self.seed, self.round, self.step, self.party, *extra)
+
+
+class PartyLogic(ABC):
+    """The code that runs on one kind of party (a client device, a third-party server, ...)."""
+
+    def init_state(self, party: PartyId, data: Any) -> dict[str, Any]:
+        """Persistent state created the first time the party is reached."""
+        return {}
+
+    @abstractmethod
+    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Outgoing:
+        """Run ``step`` on this party; return its reply or routed messages."""
+
+    def handle_cohort(
+        self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
+    ) -> list[Outgoing]:
+        """Run ``step`` on many parties at once. Override with a vectorised version whose output
+        for each party is a function of that party's context and payload alone."""
+        return [self.handle(step, c, p) for c, p in zip(ctxs, payloads, strict=True)]
+
+
+Observer = Callable[[Message], None]
+
+
+class Runtime(ABC):
+    """What an orchestrator (the server side of an algorithm) may do."""
+
+    ledger: CommunicationLedger
+    round: int = 0
+
+    @property
+    @abstractmethod
+    def client_ids(self) -> list[int]:
+        """All clients that exist (their ids only; their data is out of reach)."""
+
+    @abstractmethod
+    def call(
+        self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId = SERVER
+    ) -> dict[PartyId, Payload]:
+        """Send each target its request, run ``step`` there, return the replies addressed to
+        ``sender``. Parties that dropped out or whose reply was rejected are absent."""
+
+    def broadcast(
+        self, step: str, targets: Sequence[PartyId], payload: Payload, *, sender: PartyId = SERVER
+    ) -> dict[PartyId, Payload]:
+        """:meth:`call` with the same payload for every target."""
+        return self.call(step, dict.fromkeys(targets, payload), sender=sender)
+
+    @abstractmethod
+    def sample_clients(self, count: int) -> list[int]:
+        """This round's participants: ``count`` clients drawn without replacement."""
+
+
+class InProcessRuntime(Runtime):
+    """The simulator: every party lives in this process; messages are metered, not copied."""
+
+    def __init__(
+        self,
+        *,
+        client_data: Mapping[int, Any],
+        client_logic: PartyLogic,
+        services: Mapping[str, tuple[PartyLogic, Any]] | None = None,
+        seed: int = 0,
+        dropout: float = 0.0,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if not 0.0 <= dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+        self._client_data = dict(client_data)
+        self._client_ids = sorted(self._client_data)
+        self.client_logic = client_logic
+        self.services = dict(services or {})
+        self.seed = seed
+        self.dropout = dropout
+        self.device = torch.device(device)
+        self.ledger = CommunicationLedger()
+        self.observers: list[Observer] = []
+        self.states: dict[PartyId, dict[str, Any]] = {}
+        self._inbox: dict[PartyId, list[Message]] = defaultdict(list)
+        self._drop_after: dict[int, int] = {}
+        self._calls_answered: dict[int, int] = defaultdict(int)
+        self.round = 0
+
+    # -- round bookkeeping -------------------------------------------------------------------
+    @property
+    def client_ids(self) -> list[int]:
+        return self._client_ids
+
+    def begin_round(self, rnd: int) -> None:
+        """Draw this round's dropouts: a dropped client answers ``k`` calls, k ~ U{0..3}, then
+        goes silent for the rest of the round (it may vanish before or mid-protocol)."""
+        self.round = rnd
+        self._calls_answered.clear()
+        self._drop_after = {}
+        if self.dropout > 0:
+            rng = numpy_rng(self.seed, rnd, "dropout")
+            ids = np.asarray(self._client_ids)
+            dropped = ids[rng.random(len(ids)) < self.dropout]
+            after = rng.integers(0, 4, size=len(dropped))
+            self._drop_after = dict(zip(dropped.tolist(), after.tolist(), strict=True))
+
+    def drop(self, client: int, after_calls: int = 0) -> None:
+        """Make ``client`` go silent this round after answering ``after_calls`` more calls."""
+        self._drop_after[client] = self._calls_answered[client] + after_calls
+
+    def sample_clients(self, count: int) -> list[int]:
+        n = len(self._client_ids)
+        if count <= 0:
+            raise ConfigError(f"clients per round must be positive, got {count}")
+        if count >= n:
+            return list(self._client_ids)
+        rng = numpy_rng(self.seed, self.round, "sample")
+        return sorted(np.asarray(self._client_ids)[rng.choice(n, count, replace=False)].tolist())
+
+    # -- messaging ---------------------------------------------------------------------------
+    def _deliver(self, msg: Message, finite: bool | None = None) -> bool:
+        """Meter ``msg``; reject it if it carries NaN/Inf. Returns whether it was delivered."""
+        self.ledger.record(msg)
+        if not (all_finite(msg.payload) if finite is None else finite):
+            self.ledger.reject(msg, "non-finite values")
+            return False
+        for obs in self.observers:
+            obs(msg)
+        return True
+
+    def _context(self, party: PartyId, step: str) -> PartyContext:
+        if isinstance(party, int):
+            data = self._client_data[party]
+            logic = self.client_logic
+        else:
+            logic, data = self.services[role_of(party)]
+        if party not in self.states:
+            self.states[party] = logic.init_state(party, data)
+        inbox = self._inbox.pop(party, [])
+        return PartyContext(
+            party=party, data=data, state=self.states[party], round=self.round, step=step,
+            seed=self.seed, inbox=inbox, device=self.device,
+        )
+
+    def _responsive(self, party: PartyId) -> bool:
+        if not isinstance(party, int) or party not in self._drop_after:
+            return True
+        return self._calls_answered[party] < self._drop_after[party]
+
+    def call(
+        self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId = SERVER
+    ) -> dict[PartyId, Payload]:
+        replies: dict[PartyId, Payload] = {}
+        groups: dict[str, list[tuple[PartyId, Payload]]] = defaultdict(list)
+        # Broadcasts share one payload object: size and check it once, not once per target.
+        cache: dict[int, tuple[int, bool]] = {}
+        for party, payload in requests.items():
+            if isinstance(party, int) and party not in self._client_data:
+                raise ConfigError(f"unknown client {party}")
+            if not isinstance(party, int) and role_of(party) not in self.services:
+                raise ConfigError(f"unknown party {party!r}")
+            if id(payload) not in cache:
+                cache[id(payload)] = (payload_size(payload), all_finite(payload))
+            nbytes, finite = cache[id(payload)]
+            msg = Message(sender, party, step, self.round, payload, nbytes)
+            if not self._deliver(msg, finite):
+                continue
+            if self._responsive(party):
+                groups[role_of(party)].append((party, payload))
+        for role, items in groups.items():
+            logic = self.client_logic if role == "client" else self.services[role][0]
+            ctxs = [self._context(p, step) for p, _ in items]
+            outs = logic.handle_cohort(step, ctxs, [pl for _, pl in items])
+            for (party, _), out in zip(items, outs, strict=True):
+                if isinstance(party, int):
+                    self._calls_answered[party] += 1
+                self._route(step, party, sender, out, replies)
+        return replies
+
+    def _route(
+        self, step: str, party: PartyId, caller: PartyId, out: Outgoing, replies: dict
+    ) -> None:
+        if out is None:
+            return
+        targets = out.to if isinstance(out, Routed) else {caller: out}
+        for receiver, payload in targets.items():
+            msg = Message(party, receiver, step, self.round, payload)
+            if not self._deliver(msg):
+                continue
+            if receiver == caller:
+                replies[party] = payload
+            else:
+                self._inbox[receiver].append(msg)
+
+    # -- checkpointing -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"states": self.states, "ledger": self.ledger.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.states = state["states"]
+        self.ledger.load_state_dict(state["ledger"])
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch's global generator (only for code outside the runtime's keyed generators)."""
+    torch.manual_seed(derive_seed(seed, "global"))

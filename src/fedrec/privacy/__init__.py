@@ -1,0 +1,43 @@
+"""Privacy layer: clipping, DP mechanisms and accounting, secure aggregation, private matching.
+
+One concept per module; each module states its guarantee where it is computed.
+"""
+
+from fedrec.privacy.accounting import PrivacyAccountant, PrivacyReport, Release
+from fedrec.privacy.clipping import clip_l2, clip_l2_rows, clip_linf, clip_linf_rows
+from fedrec.privacy.fixedpoint import FixedPointEncoder
+from fedrec.privacy.matching import ItemTokenizer
+from fedrec.privacy.mechanisms import (
+    FedGNNEpsilon,
+    GaussianMechanism,
+    LaplaceMechanism,
+    analytic_gaussian_delta,
+    fedgnn_ldp_epsilon,
+)
+from fedrec.privacy.messages import Message, decode_message, encode_message, serialized_size
+from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer, secure_sum
+
+__all__ = [
+    "FedGNNEpsilon",
+    "FixedPointEncoder",
+    "GaussianMechanism",
+    "ItemTokenizer",
+    "LaplaceMechanism",
+    "Message",
+    "PrivacyAccountant",
+    "PrivacyReport",
+    "Release",
+    "SecAggClient",
+    "SecAggConfig",
+    "SecAggServer",
+    "analytic_gaussian_delta",
+    "clip_l2",
+    "clip_l2_rows",
+    "clip_linf",
+    "clip_linf_rows",
+    "decode_message",
+    "encode_message",
+    "fedgnn_ldp_epsilon",
+    "secure_sum",
+    "serialized_size",
+]

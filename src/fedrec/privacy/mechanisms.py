@@ -1,0 +1,196 @@
+"""Additive noise mechanisms (Laplace, Gaussian) and their per-release privacy guarantee.
+
+Neighbouring relation: a mechanism's guarantee holds for any two inputs ``x, x'`` whose
+difference is within its stated sensitivity (``||x - x'||_1 <= sensitivity_l1`` for Laplace,
+``||x - x'||_2 <= sensitivity_l2`` for Gaussian). Which datasets count as neighbours (replace
+one client's update, add/remove one client, change one coordinate, ...) is decided by whoever
+computes the sensitivity, usually through :mod:`fedrec.privacy.clipping`; the epsilon reported
+here is for exactly that relation and for ONE release. Compose releases with
+:class:`fedrec.privacy.accounting.PrivacyAccountant`.
+
+Noise is drawn with textbook floating-point samplers from a ``torch.Generator`` (reproducible);
+like Opacus, they are not hardened against floating-point attacks on the low-order bits
+(Mironov, CCS 2012).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+import torch
+
+from fedrec.errors import ConfigError
+
+__all__ = [
+    "FedGNNEpsilon",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "analytic_gaussian_delta",
+    "fedgnn_ldp_epsilon",
+]
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if not value > 0.0 or math.isinf(value):
+        raise ConfigError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def _check_delta(delta: float) -> float:
+    delta = float(delta)
+    if not 0.0 <= delta < 1.0:
+        raise ConfigError(f"delta must be in [0, 1), got {delta}")
+    return delta
+
+
+def _noise_like(x: torch.Tensor, generator: torch.Generator | None, kind: str) -> torch.Tensor:
+    """Standard noise (Laplace(1) or N(0, 1)) with x's shape and dtype, on x's device.
+
+    It is drawn on the generator's device (so a CPU generator gives the same numbers for a
+    tensor on any device) and then moved to ``x.device``.
+    """
+    if not x.is_floating_point():
+        raise ConfigError(f"noise can only be added to a floating-point tensor, got {x.dtype}")
+    device = generator.device if generator is not None else x.device
+    if kind == "gaussian":
+        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=device)
+    else:  # Laplace(0, 1) is the difference of two independent Exp(1) variables.
+        e1 = torch.empty(x.shape, dtype=x.dtype, device=device).exponential_(generator=generator)
+        e2 = torch.empty(x.shape, dtype=x.dtype, device=device).exponential_(generator=generator)
+        noise = e1 - e2
+    return noise.to(x.device)
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism:
+    """``M(x) = x + Lap(scale)`` independently on every coordinate.
+
+    Guarantee (pure DP, Dwork et al. 2006): for neighbours with ``||x - x'||_1 <= Δ₁``
+    (``Δ₁ = sensitivity_l1``) the density ratio of ``M(x)`` and ``M(x')`` at any output ``y`` is
+    ``exp((||y - x'||_1 - ||y - x||_1) / scale) <= exp(Δ₁ / scale)``, so one release is
+    ``(ε, 0)``-DP with ``ε = Δ₁ / scale``.
+    """
+
+    sensitivity_l1: float
+    scale: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sensitivity_l1", _positive("sensitivity_l1", self.sensitivity_l1))
+        object.__setattr__(self, "scale", _positive("Laplace scale", self.scale))
+
+    @property
+    def noise_multiplier(self) -> float:
+        """``scale / sensitivity``: the noise in units of sensitivity (dp-accounting's unit)."""
+        return self.scale / self.sensitivity_l1
+
+    def add_noise(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Return ``x + Lap(scale)`` (a new tensor, same shape, dtype and device)."""
+        return x + self.scale * _noise_like(x, generator, "laplace")
+
+    def epsilon(self, delta: float = 0.0) -> float:
+        """``ε = sensitivity_l1 / scale`` for one release; pure DP, so it holds for any delta."""
+        _check_delta(delta)
+        return self.sensitivity_l1 / self.scale
+
+    def dp_event(self) -> dp_accounting.LaplaceDpEvent:
+        return dp_accounting.LaplaceDpEvent(self.noise_multiplier)
+
+
+@dataclass(frozen=True, init=False)
+class GaussianMechanism:
+    """``M(x) = x + N(0, sigma² I)``; give either ``sigma`` or ``noise_multiplier = sigma / Δ₂``.
+
+    Guarantee (analytic Gaussian mechanism, Balle & Wang, ICML 2018, Theorem 8): for neighbours
+    with ``||x - x'||_2 <= Δ₂`` and ``m = sigma / Δ₂``, one release is ``(ε, δ)``-DP iff
+    ``δ >= Φ(1/(2m) - ε·m) - e^ε · Φ(-1/(2m) - ε·m)``. :meth:`epsilon` returns the smallest
+    such ``ε`` (computed by ``dp_accounting.get_epsilon_gaussian``); the formula itself is
+    :func:`analytic_gaussian_delta`.
+    """
+
+    sensitivity_l2: float
+    sigma: float
+
+    def __init__(
+        self,
+        sensitivity_l2: float,
+        sigma: float | None = None,
+        *,
+        noise_multiplier: float | None = None,
+    ) -> None:
+        sensitivity_l2 = _positive("sensitivity_l2", sensitivity_l2)
+        if (sigma is None) == (noise_multiplier is None):
+            raise ConfigError("GaussianMechanism needs exactly one of sigma and noise_multiplier")
+        if sigma is None:
+            sigma = _positive("noise_multiplier", noise_multiplier) * sensitivity_l2  # type: ignore[arg-type]
+        object.__setattr__(self, "sensitivity_l2", sensitivity_l2)
+        object.__setattr__(self, "sigma", _positive("Gaussian sigma", sigma))
+
+    @property
+    def noise_multiplier(self) -> float:
+        """``sigma / sensitivity_l2``: the noise in units of sensitivity."""
+        return self.sigma / self.sensitivity_l2
+
+    def add_noise(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Return ``x + N(0, sigma²)`` (a new tensor, same shape, dtype and device)."""
+        return x + self.sigma * _noise_like(x, generator, "gaussian")
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest ε for which one release is (ε, delta)-DP (analytic Gaussian, see class doc)."""
+        delta = _check_delta(delta)
+        if delta == 0.0:
+            raise ConfigError("the Gaussian mechanism has no finite epsilon at delta = 0")
+        return float(dp_accounting.get_epsilon_gaussian(self.noise_multiplier, delta))
+
+    def dp_event(self) -> dp_accounting.GaussianDpEvent:
+        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+
+
+def analytic_gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
+    """Exact δ(ε) of one Gaussian release with ``sigma = noise_multiplier · Δ₂``.
+
+    ``δ(ε) = Φ(1/(2m) - ε m) - e^ε Φ(-1/(2m) - ε m)`` (Balle & Wang 2018, Theorem 8).
+    """
+    m = _positive("noise_multiplier", noise_multiplier)
+
+    def phi(t: float) -> float:
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+
+    return phi(0.5 / m - epsilon * m) - math.exp(epsilon) * phi(-0.5 / m - epsilon * m)
+
+
+@dataclass(frozen=True)
+class FedGNNEpsilon:
+    """Two readings of one FedGNN upload's local-DP guarantee (see :func:`fedgnn_ldp_epsilon`)."""
+
+    per_coordinate: float
+    """``2δ/λ``: protects one gradient coordinate, the others held fixed (FedGNN's figure)."""
+    per_vector: float
+    """``2δD/λ``: protects the whole D-dimensional uploaded gradient (the LDP guarantee)."""
+    dim: int
+
+
+def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> FedGNNEpsilon:
+    """Local-DP epsilon of FedGNN's perturbation (Wu et al. 2021): clip in L∞, add Laplace.
+
+    A client uploads ``g̃ = clip_linf(g, δ) + Lap(λ)^D`` (``δ = clip_bound``, ``λ = laplace_scale``,
+    ``D = dim``). Neighbouring relation: local DP, i.e. any two gradients ``g, g'`` the same client
+    could have computed in that round (everything about its private data may change).
+
+    * Per coordinate: each clipped coordinate lies in ``[-δ, δ]``, so ``|g_i - g'_i| <= 2δ`` and
+      releasing coordinate ``i`` is ``2δ/λ``-DP. This bounds what one coordinate reveals if all
+      other coordinates were public; it is the figure FedGNN reports.
+    * Whole vector: ``||g - g'||_1 <= 2δD``, so one upload is ``2δD/λ``-DP (pure). This is the
+      guarantee for the client's upload; it grows linearly with the number of coordinates.
+
+    Both are for ONE upload; T rounds compose to ``T·ε`` (basic composition of pure DP).
+    """
+    clip_bound = _positive("clip bound", clip_bound)
+    laplace_scale = _positive("Laplace scale", laplace_scale)
+    if int(dim) != dim or dim < 1:
+        raise ConfigError(f"dim must be a positive integer, got {dim}")
+    per_coordinate = 2.0 * clip_bound / laplace_scale
+    return FedGNNEpsilon(per_coordinate=per_coordinate, per_vector=per_coordinate * int(dim),
+                         dim=int(dim))

@@ -1,0 +1,137 @@
+"""ML-100K loader: staged GroupLens, RecBole and mgcnn files, and corrupted copies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fedrec.data import RatingDataset, load_dataset
+from fedrec.errors import ConfigError, DataError
+
+GROUPLENS = ["u.data", "u.user", "u.item", "u1.test", "u1.base"]
+RECBOLE = ["recbole/ml-100k.inter", "recbole/ml-100k.user", "recbole/ml-100k.item"]
+
+
+@pytest.fixture(scope="module")
+def ml(data_root: Path) -> Path:
+    missing = [f for f in GROUPLENS if not (data_root / "ml-100k" / f).is_file()]
+    if missing:
+        pytest.skip(f"staged ML-100K files not available: {', '.join(missing)}")
+    return data_root
+
+
+@pytest.fixture(scope="module")
+def u1(ml: Path) -> RatingDataset:
+    return load_dataset("ml-100k", ml)
+
+
+def keys(inter, num_items: int = 2000) -> np.ndarray:
+    return np.sort(inter.users * num_items + inter.items)
+
+
+def test_u1_counts_and_features(u1: RatingDataset) -> None:
+    assert (u1.num_users, u1.num_items) == (943, 1682)
+    assert (len(u1.train), len(u1.test)) == (80_000, 20_000)
+    assert u1.user_features.shape == (943, 24) and u1.item_features.shape == (1682, 19)
+    assert u1.user_features[:, 0].min() == 0 and u1.user_features[:, 0].max() == 1
+    assert np.all(u1.user_features[:, 1:3].sum(1) == 1) and np.all(u1.user_features[:, 3:].sum(1) == 1)
+    assert set(np.unique(u1.train.values)) == {1, 2, 3, 4, 5}
+    assert u1.train.users.dtype == np.int64 and u1.train.users.max() == 942
+    # 1-based raw ids -> 0-based dense ids, mapping kept in meta
+    assert u1.meta["user_ids"][0] == 1 and u1.meta["item_ids"][-1] == 1682
+    assert np.intersect1d(keys(u1.train), keys(u1.test)).size == 0
+
+
+def test_u1_first_test_row_matches_file(u1: RatingDataset, ml: Path) -> None:
+    first = (ml / "ml-100k/u1.test").read_text().split("\n", 1)[0].split("\t")
+    assert (u1.test.users[0] + 1, u1.test.items[0] + 1) == (int(first[0]), int(first[1]))
+    assert u1.test.values[0] == float(first[2])
+
+
+def test_u1_base_rescaled_ratings_are_ignored_with_a_note(u1: RatingDataset) -> None:
+    # the staged u1.base has per-user rescaled ratings: pairs are used, ratings come from u.data
+    assert any("u1.base" in w for w in u1.meta["warnings"])
+
+
+def test_other_splits_and_random(ml: Path, need) -> None:
+    need(ml / "ml-100k", "u3.test", "u3.base")
+    u3 = load_dataset("ml-100k", ml, split="u3")
+    assert (len(u3.train), len(u3.test)) == (80_000, 20_000) and u3.meta["warnings"] == []
+    r1 = load_dataset("ml-100k", ml, split="random", seed=1)
+    r2 = load_dataset("ml-100k", ml, split="random", seed=1)
+    assert (len(r1.train), len(r1.test)) == (90_000, 10_000)
+    assert np.array_equal(keys(r1.test), keys(r2.test))
+
+
+def test_mgcnn_split_equals_u1(u1: RatingDataset, ml: Path, need) -> None:
+    need(ml / "ml-100k", "mgcnn/split_1.mat")
+    mg = load_dataset("ml-100k", ml, split="mgcnn")
+    assert np.array_equal(keys(mg.test), keys(u1.test))
+    assert np.array_equal(keys(mg.train), keys(u1.train))
+    assert mg.user_graph.shape == (943, 943) and mg.item_graph.shape == (1682, 1682)
+    assert mg.user_graph.nnz == 12_594 and mg.item_graph.nnz == 28_928
+
+
+def test_recbole_source_on_staged_files(ml: Path, u1: RatingDataset, need) -> None:
+    need(ml / "ml-100k", *RECBOLE)
+    rb = load_dataset("ml-100k", ml, source="recbole", split="random", test_fraction=0.0)
+    assert (rb.num_users, rb.num_items, len(rb.train)) == (943, 1682, 100_000)
+    assert rb.meta["source"].startswith("RecBole")
+    assert np.array_equal(rb.user_features, u1.user_features)
+    assert np.array_equal(rb.item_features, u1.item_features)
+
+
+def test_recbole_only_directory_defaults_to_random_80_20(
+    ml: Path, tmp_path: Path, capsys, need, mirror
+) -> None:
+    need(ml / "ml-100k", *RECBOLE)
+    mirror(ml / "ml-100k", tmp_path / "ml-100k", RECBOLE)
+    ds = load_dataset("ml-100k", tmp_path)
+    assert (len(ds.train), len(ds.test)) == (80_000, 20_000)
+    assert ds.meta["split"].startswith("random 80%/20%")
+    assert "RecBole" in capsys.readouterr().err
+    with pytest.raises(DataError, match=r"u1\.test"):
+        load_dataset("ml-100k", tmp_path, split="u1")
+
+
+def _corrupt(ml: Path, tmp_path: Path, name: str, edit, mirror, replace_file) -> Path:
+    mirror(ml / "ml-100k", tmp_path / "ml-100k", GROUPLENS)
+    text = (ml / "ml-100k" / name).read_text(encoding="latin-1").split("\n")
+    edit(text)
+    replace_file(tmp_path / "ml-100k" / name, "\n".join(text).encode("latin-1"))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "edit", "message"),
+    [
+        ("u.data", 17, lambda t: t.__setitem__(16, "1\t2\t3"), "expected 4 tab-separated fields, got 3"),
+        ("u.data", 5, lambda t: t.__setitem__(4, "1\tx\t3\t4"), "'x' is not an integer"),
+        ("u.data", 9, lambda t: t.__setitem__(8, "1\t2\t7\t4"), "rating 7 outside 1..5"),
+        ("u1.test", 3, lambda t: t.__setitem__(2, "1\t1700\t3\t4"), "unknown item id 1700"),
+        ("u.user", 2, lambda t: t.__setitem__(1, "2|53|X|other|94043"), "gender 'X'"),
+        ("u.item", 4, lambda t: t.__setitem__(3, t[3] + "|0"), "expected 24 pipe-separated"),
+    ],
+)
+def test_corrupted_files(
+    ml: Path, tmp_path: Path, name, line, edit, message, mirror, replace_file
+) -> None:
+    root = _corrupt(ml, tmp_path, name, edit, mirror, replace_file)
+    with pytest.raises(DataError) as err:
+        load_dataset("ml-100k", root)
+    text = str(err.value)
+    assert "\n" not in text and name in text and f"line {line}" in text and message in text
+
+
+def test_bad_options(ml: Path) -> None:
+    with pytest.raises(ConfigError, match="split must be one of"):
+        load_dataset("ml-100k", ml, split="u9")
+    with pytest.raises(ConfigError, match="unknown option"):
+        load_dataset("ml-100k", ml, colour="red")
+
+
+def test_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"u\.data or recbole/ml-100k\.inter"):
+        load_dataset("ml-100k", tmp_path)

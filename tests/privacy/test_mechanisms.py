@@ -1,0 +1,90 @@
+import math
+
+import pytest
+import torch
+
+from fedrec.errors import ConfigError
+from fedrec.privacy import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    analytic_gaussian_delta,
+    clip_linf,
+    fedgnn_ldp_epsilon,
+)
+
+
+def test_laplace_epsilon_is_sensitivity_over_scale() -> None:
+    mech = LaplaceMechanism(sensitivity_l1=2.0, scale=4.0)
+    assert mech.epsilon() == 0.5
+    assert mech.epsilon(delta=1e-5) == 0.5  # pure DP: same for every delta
+    assert mech.noise_multiplier == 2.0
+
+
+def test_laplace_noise_is_reproducible_and_has_the_right_scale() -> None:
+    mech = LaplaceMechanism(1.0, 0.5)
+    x = torch.zeros(200_000)
+    a = mech.add_noise(x, torch.Generator().manual_seed(7))
+    b = mech.add_noise(x, torch.Generator().manual_seed(7))
+    assert torch.equal(a, b)
+    assert a.abs().mean().item() == pytest.approx(0.5, rel=0.02)  # E|Lap(b)| = b
+    assert a.mean().item() == pytest.approx(0.0, abs=0.01)
+    assert a.dtype == x.dtype and a.shape == x.shape
+
+
+def test_gaussian_noise_has_sigma() -> None:
+    mech = GaussianMechanism(2.0, noise_multiplier=1.5)
+    assert mech.sigma == 3.0
+    y = mech.add_noise(torch.ones(200_000, dtype=torch.float64), torch.Generator().manual_seed(0))
+    assert y.dtype == torch.float64
+    assert (y - 1).std().item() == pytest.approx(3.0, rel=0.02)
+
+
+@pytest.mark.parametrize("nm", [0.5, 1.0, 3.0])
+@pytest.mark.parametrize("delta", [1e-5, 1e-3])
+def test_gaussian_epsilon_solves_the_analytic_equation(nm: float, delta: float) -> None:
+    eps = GaussianMechanism(1.0, noise_multiplier=nm).epsilon(delta)
+    assert analytic_gaussian_delta(nm, eps) == pytest.approx(delta, rel=1e-3)
+    # and it is the smallest such epsilon: delta(eps) decreases in eps
+    assert analytic_gaussian_delta(nm, eps * 0.99) > delta
+
+
+def test_gaussian_epsilon_scales_with_sensitivity() -> None:
+    a = GaussianMechanism(1.0, sigma=2.0).epsilon(1e-5)
+    b = GaussianMechanism(3.0, sigma=6.0).epsilon(1e-5)
+    assert a == pytest.approx(b)
+
+
+def test_parameter_errors() -> None:
+    with pytest.raises(ConfigError, match="scale"):
+        LaplaceMechanism(1.0, -1.0)
+    with pytest.raises(ConfigError, match="sensitivity"):
+        LaplaceMechanism(0.0, 1.0)
+    with pytest.raises(ConfigError, match="exactly one"):
+        GaussianMechanism(1.0)
+    with pytest.raises(ConfigError, match="exactly one"):
+        GaussianMechanism(1.0, 1.0, noise_multiplier=1.0)
+    with pytest.raises(ConfigError, match="sigma"):
+        GaussianMechanism(1.0, sigma=-0.1)
+    with pytest.raises(ConfigError, match="delta"):
+        GaussianMechanism(1.0, 1.0).epsilon(0.0)
+    with pytest.raises(ConfigError, match="floating-point"):
+        LaplaceMechanism(1.0, 1.0).add_noise(torch.ones(3, dtype=torch.int64))
+
+
+def test_fedgnn_epsilon_per_coordinate_and_per_vector() -> None:
+    eps = fedgnn_ldp_epsilon(clip_bound=0.1, laplace_scale=0.2, dim=64)
+    assert eps.per_coordinate == pytest.approx(1.0)  # 2δ/λ
+    assert eps.per_vector == pytest.approx(64.0)  # 2δD/λ
+    # the whole-vector figure is the Laplace mechanism with the L1 sensitivity 2δD
+    assert eps.per_vector == pytest.approx(LaplaceMechanism(2 * 0.1 * 64, 0.2).epsilon())
+    # and 2δD is attained by two clipped gradients
+    g, g2 = clip_linf(torch.full((64,), 5.0), 0.1), clip_linf(torch.full((64,), -5.0), 0.1)
+    assert (g - g2).abs().sum().item() == pytest.approx(2 * 0.1 * 64)
+    assert (g - g2).abs().max().item() == pytest.approx(2 * 0.1)
+    with pytest.raises(ConfigError):
+        fedgnn_ldp_epsilon(0.1, 0.2, 0)
+
+
+def test_analytic_delta_known_value() -> None:
+    # m = 1, eps = 0: delta = Φ(1/2) - Φ(-1/2) = erf(1/(2√2))
+    assert analytic_gaussian_delta(1.0, 0.0) == pytest.approx(math.erf(0.5 / math.sqrt(2)))
