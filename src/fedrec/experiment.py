@@ -71,9 +71,9 @@ def package_versions() -> dict[str, str]:
 
 def dataset_kind(ds: object) -> str:
     if isinstance(ds, RatingDataset):
-        return "explicit"
+        return "rating"
     if isinstance(ds, InteractionDataset):
-        return "implicit"
+        return "interaction"
     if isinstance(ds, GraphDataset):
         return "graph"
     raise TypeError(type(ds).__name__)
@@ -109,7 +109,7 @@ def run_experiment(
     spec = get_algorithm(algorithm)
     cfg: RunConfig = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
     dev = resolve_device(device)
-    ds = load_dataset(dataset, data_dir)
+    ds = load_dataset(dataset, data_dir, download=True)
     kind = dataset_kind(ds)
     if kind not in spec.dataset_kinds:
         raise ConfigError(
@@ -165,7 +165,8 @@ def run_experiment(
         "by_role": trainer.ledger.by_role(),
         "rejected": trainer.ledger.rejected,
     }
-    result.privacy = trainer.privacy_report()
+    # Every result states its privacy: an accountant's figures, or explicitly none.
+    result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
     result.status = "complete"
     if out is not None:

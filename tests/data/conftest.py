@@ -35,9 +35,11 @@ def need(root: Path, *files: str) -> None:
 def mirror(src_dir: Path, dst_dir: Path, files: list[str] | None = None) -> Path:
     """Symlink ``files`` (default: every file, recursively) of ``src_dir`` into ``dst_dir``."""
     dst_dir.mkdir(parents=True, exist_ok=True)
-    rels = files if files is not None else [
-        p.relative_to(src_dir).as_posix() for p in src_dir.rglob("*") if p.is_file()
-    ]
+    rels = (
+        files
+        if files is not None
+        else [p.relative_to(src_dir).as_posix() for p in src_dir.rglob("*") if p.is_file()]
+    )
     for rel in rels:
         target = dst_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -53,16 +55,36 @@ def replace_file(path: Path, data: bytes) -> None:
 
 
 @pytest.fixture(name="need")
-def _need_fixture():  # noqa: ANN202
+def _need_fixture():
     """The :func:`need` helper (fixtures avoid importing conftest as a module)."""
     return need
 
 
 @pytest.fixture(name="mirror")
-def _mirror_fixture():  # noqa: ANN202
+def _mirror_fixture():
     return mirror
 
 
 @pytest.fixture(name="replace_file")
-def _replace_file_fixture():  # noqa: ANN202
+def _replace_file_fixture():
     return replace_file
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data tests never touch the network: only file:// URLs can be opened, and the PyPI
+    wheel fallback fails as if offline (tests that need it substitute a local wheel)."""
+    from fedrec.data import download
+
+    real = download._urlopen
+
+    def local_only(url: str, timeout: float = download.TIMEOUT_S):
+        if not url.startswith("file://"):
+            raise download.urllib.error.URLError("network disabled in tests")
+        return real(url, timeout)
+
+    def offline_wheel(package: str, version: str, dest_dir: Path) -> Path:
+        raise download.SourceUnavailable("PyPI disabled in tests")
+
+    monkeypatch.setattr(download, "_urlopen", local_only)
+    monkeypatch.setattr(download, "fetch_pypi_wheel", offline_wheel)

@@ -36,7 +36,9 @@ def test_u1_counts_and_features(u1: RatingDataset) -> None:
     assert (len(u1.train), len(u1.test)) == (80_000, 20_000)
     assert u1.user_features.shape == (943, 24) and u1.item_features.shape == (1682, 19)
     assert u1.user_features[:, 0].min() == 0 and u1.user_features[:, 0].max() == 1
-    assert np.all(u1.user_features[:, 1:3].sum(1) == 1) and np.all(u1.user_features[:, 3:].sum(1) == 1)
+    assert np.all(u1.user_features[:, 1:3].sum(1) == 1) and np.all(
+        u1.user_features[:, 3:].sum(1) == 1
+    )
     assert set(np.unique(u1.train.values)) == {1, 2, 3, 4, 5}
     assert u1.train.users.dtype == np.int64 and u1.train.users.max() == 942
     # 1-based raw ids -> 0-based dense ids, mapping kept in meta
@@ -107,7 +109,12 @@ def _corrupt(ml: Path, tmp_path: Path, name: str, edit, mirror, replace_file) ->
 @pytest.mark.parametrize(
     ("name", "line", "edit", "message"),
     [
-        ("u.data", 17, lambda t: t.__setitem__(16, "1\t2\t3"), "expected 4 tab-separated fields, got 3"),
+        (
+            "u.data",
+            17,
+            lambda t: t.__setitem__(16, "1\t2\t3"),
+            "expected 4 tab-separated fields, got 3",
+        ),
         ("u.data", 5, lambda t: t.__setitem__(4, "1\tx\t3\t4"), "'x' is not an integer"),
         ("u.data", 9, lambda t: t.__setitem__(8, "1\t2\t7\t4"), "rating 7 outside 1..5"),
         ("u1.test", 3, lambda t: t.__setitem__(2, "1\t1700\t3\t4"), "unknown item id 1700"),
@@ -128,6 +135,9 @@ def test_corrupted_files(
 def test_bad_options(ml: Path) -> None:
     with pytest.raises(ConfigError, match="split must be one of"):
         load_dataset("ml-100k", ml, split="u9")
+    with pytest.raises(ConfigError, match="test_fraction only applies"):
+        load_dataset("ml-100k", ml, split="u2", test_fraction=0.3)
+    assert len(load_dataset("ml-100k", ml, test_fraction=0.3).test) == 30_000
     with pytest.raises(ConfigError, match="unknown option"):
         load_dataset("ml-100k", ml, colour="red")
 

@@ -15,7 +15,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             summary="centralized matrix factorisation (no federation, no privacy)",
             paper="Salakhutdinov & Mnih, Probabilistic Matrix Factorization, NIPS 2007",
             config_cls=PMFConfig,
-            dataset_kinds=("explicit", "implicit"),
+            dataset_kinds=("rating", "interaction"),
             build=build_pmf,
         ),
         AlgorithmSpec(
@@ -23,7 +23,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             summary="federated collaborative filtering: user factors stay on the device",
             paper="Ammad-ud-din et al., Federated Collaborative Filtering, arXiv:1901.09888",
             config_cls=FCFConfig,
-            dataset_kinds=("explicit", "implicit"),
+            dataset_kinds=("rating", "interaction"),
             build=build_fcf,
             build_job=build_fcf_job,
         ),

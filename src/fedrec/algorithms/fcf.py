@@ -11,7 +11,7 @@ User factors never leave the device; the server holds the item factors. One roun
 3. The server sums the gradients and takes one Adam step on ``Q``.
 
 Losses are those of :mod:`fedrec.models.mf`. The original FCF targets implicit feedback with an
-ALS user step; we take gradient steps on the user side so that one code path serves explicit
+ALS user step; we take gradient steps (of the client's mean loss) on the user side so that one code path serves explicit
 ratings (MSE) and implicit feedback (BPR).
 
 What the server learns: the uploaded rows name the items each client touched (for explicit
@@ -42,6 +42,7 @@ from fedrec.algorithms.mf_common import (
 )
 from fedrec.config import check_range
 from fedrec.data.partition import partition_by_user
+from fedrec.errors import ProtocolError
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import derive_seed, torch_generator
@@ -117,35 +118,40 @@ class FCFClient(PartyLogic):
         pair_item = pairs % self.num_items
         pair_client = pairs // self.num_items
 
-        def loss_of(p_: torch.Tensor, bu_: torch.Tensor, q_pairs: torch.Tensor,
-                    bi_pairs: torch.Tensor | None) -> torch.Tensor:
-            if self.explicit:
-                return rating_loss(
-                    p_[local], bu_[local], q_pairs[pair_of_row], bi_pairs[pair_of_row],
-                    rows.values, self.mu, cfg.reg,
-                )
-            n = len(rows.items)
-            return bpr_loss(
-                p_[local[:n]], q_pairs[pair_of_row[:n]], q_pairs[pair_of_row[n:]], cfg.reg
-            )
+        n = len(rows.items)
 
-        q_pairs = q[pair_item]
-        bi_pairs = b_i[pair_item] if b_i is not None else None
+        def loss_of(p_rows: torch.Tensor, bu_rows: torch.Tensor, q_rows: torch.Tensor,
+                    bi_rows: torch.Tensor | None, item_penalty: bool) -> torch.Tensor:
+            if self.explicit:
+                return rating_loss(p_rows, bu_rows, q_rows, bi_rows, rows.values, self.mu,
+                                   cfg.reg, item_penalty=item_penalty)
+            return bpr_loss(p_rows, q_rows[:n], q_rows[n:], cfg.reg, item_penalty=item_penalty)
+
+        q_rows = q[items]
+        bi_rows = b_i[items] if b_i is not None else None
+        # Step size per row: a client with many rows takes the same-size step as one with few.
+        step = cfg.lr_user / torch.from_numpy(rows.counts).clamp(min=1).float()
         for _ in range(cfg.local_steps):
-            loss = loss_of(p, b_u, q_pairs, bi_pairs)
+            # Item rows are fixed here, so their penalty is a constant and is left out.
+            loss = loss_of(p[local[:n]], b_u[local[:n]], q_rows, bi_rows, False)
             gp, gb = torch.autograd.grad(loss, [p, b_u], allow_unused=True)
             with torch.no_grad():
-                p -= cfg.lr_user * gp
+                p -= step[:, None] * gp
                 if gb is not None:
-                    b_u -= cfg.lr_user * gb
-        q_pairs = q_pairs.clone().requires_grad_(True)
+                    b_u -= step * gb
+        # The item gradient is taken on each client's own copy of each row it touched.
+        q_pairs = q[pair_item].requires_grad_(True)
         leaves = [q_pairs]
-        if bi_pairs is not None:
-            bi_pairs = bi_pairs.clone().requires_grad_(True)
+        bi_pairs = None
+        if b_i is not None:
+            bi_pairs = b_i[pair_item].requires_grad_(True)
             leaves.append(bi_pairs)
-        per_row_loss = loss_of(p.detach(), b_u.detach(), q_pairs, bi_pairs)
+        p_fixed, bu_fixed = p.detach()[local[:n]], b_u.detach()[local[:n]]
+        per_row_loss = loss_of(
+            p_fixed, bu_fixed, q_pairs[pair_of_row],
+            bi_pairs[pair_of_row] if bi_pairs is not None else None, True,
+        )
         grads = torch.autograd.grad(per_row_loss, leaves)
-        # Per-client losses for reporting: recompute cheaply without graph.
         counts = torch.bincount(pair_client, minlength=len(ctxs)).tolist()
         items_split = pair_item.split(counts)
         gq_split = grads[0].split(counts)
@@ -157,7 +163,6 @@ class FCFClient(PartyLogic):
             msg: Payload = {"items": items_split[i], "grad_q": gq_split[i]}
             if gb_split[i] is not None:
                 msg["grad_b"] = gb_split[i]
-            msg["num_rows"] = int(rows.counts[i])
             out.append(msg)
         return out
 
@@ -185,7 +190,11 @@ class FCFServer(ServerLogic):
         selected = rt.sample_clients(n)
         replies = rt.broadcast("train", selected, self._broadcast())
         if not replies:
-            return {"clients": 0}
+            rejected = sum(r["round"] == rnd for r in rt.ledger.rejected)
+            raise ProtocolError(
+                f"round {rnd}: no client update arrived ({rejected} rejected as non-finite, "
+                "the rest dropped out); if updates diverge, lower lr_user or lr"
+            )
         items = torch.cat([torch.as_tensor(r["items"]) for r in replies.values()])
         gq = torch.cat([torch.as_tensor(r["grad_q"]) for r in replies.values()])
         self.opt.zero_grad()
@@ -199,6 +208,14 @@ class FCFServer(ServerLogic):
     def evaluate(self, rt: Runtime) -> dict[str, float]:
         replies = rt.broadcast("evaluate", rt.client_ids, self._broadcast())
         return reduce_client_metrics(replies.values(), self.explicit)
+
+    def privacy_report(self) -> dict[str, Any]:
+        return {
+            "guarantee": "none",
+            "epsilon": None,
+            "leakage": "each upload names the items the client rated (explicit) or touched "
+                       "(implicit), and carries unnoised gradients",
+        }
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.detach().clone(), "b_i": self.b_i.detach().clone(),

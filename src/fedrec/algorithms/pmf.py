@@ -78,7 +78,7 @@ class PMFTrainer(CentralizedTrainer):
             self.opt.zero_grad()
             (loss / len(idx)).backward()
             self.opt.step()
-            total += float(loss)
+            total += loss.item()
         return {"train_loss": total / n}
 
     @torch.no_grad()

@@ -51,7 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     totals = result.communication.get("totals", {})
     rows = [("algorithm", result.algorithm), ("dataset", result.dataset),
             ("rounds", str(result.config["rounds"]))]
-    rows += [(k, f"{v:.4f}") for k, v in result.final.items() if isinstance(v, float)]
+    rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
+             for k, v in result.final.items() if isinstance(v, int | float)]
     rows += [
         ("bytes up (clients->services)", _format_bytes(totals.get("bytes_up", 0))),
         ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
@@ -90,7 +91,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
     if args.action == "list":
         for spec in list_datasets():
-            print(f"{spec.name:12s} {spec.kind:9s} {spec.description}")
+            print(f"{spec.name:18s} {spec.kind:12s} {spec.description}")
     elif args.action == "info":
         if not args.names:
             raise FedrecError("datasets info needs a dataset name")

@@ -33,7 +33,7 @@ class DatasetSpec:
     dirname: str
     optional_files: tuple[str, ...] = ()
     alternatives: tuple[tuple[str, ...], ...] = ()
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict, hash=False)
     license: str = ""
 
     def file_sets(self) -> tuple[tuple[str, ...], ...]:
@@ -70,7 +70,6 @@ _ML100K_GROUPLENS = ("u.data", "u.user", "u.item")
 _ML100K_RECBOLE = ("recbole/ml-100k.inter", "recbole/ml-100k.user", "recbole/ml-100k.item")
 _ML100K_SPLITS = tuple(f"u{k}.{part}" for k in range(1, 6) for part in ("base", "test"))
 
-_MGCNN_OPTIONS = {"dense_graphs": "return side graphs as given (default: csr, symmetric as stored)"}
 _LIGHTGCN_FILES = ("train.txt", "test.txt")
 _LIGHTGCN_OPTIONAL = ("user_list.txt", "item_list.txt")
 _PLANETOID_SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
@@ -138,8 +137,8 @@ SPECS: dict[str, DatasetSpec] = {
             options={
                 "split": "'u1'..'u5' (GroupLens files), 'random' or 'mgcnn' (default u1 when "
                 "present, else random 80/20)",
-                "test_fraction": "test share for split='random' (default 0.1; 0.2 when u1 files "
-                "are absent)",
+                "test_fraction": "test share for split='random' (default 0.1; 0.2 when u1.test "
+                "is absent); giving it alone selects split='random'",
                 "seed": "seed of the random split (default 0)",
                 "source": "'auto', 'grouplens' or 'recbole' (default auto)",
             },
@@ -150,7 +149,8 @@ SPECS: dict[str, DatasetSpec] = {
             kind="rating",
             description="MovieLens 1M: 6,040 users, 3,883 movies, 1,000,209 ratings 1..5; "
             "user/item features; random split",
-            files=("ratings.dat", "users.dat", "movies.dat"),
+            files=("ratings.dat",),
+            optional_files=("users.dat", "movies.dat", "README"),
             url="https://files.grouplens.org/datasets/movielens/ml-1m.zip",
             citation=_ML_CITE,
             dirname="ml-1m",
@@ -162,7 +162,8 @@ SPECS: dict[str, DatasetSpec] = {
             kind="rating",
             description="MovieLens 10M: 69,878 users, 10,677 movies, 10,000,054 half-star ratings "
             "0.5..5; item genres; random split",
-            files=("ratings.dat", "movies.dat"),
+            files=("ratings.dat",),
+            optional_files=("movies.dat",),
             url="https://files.grouplens.org/datasets/movielens/ml-10m.zip",
             citation=_ML_CITE,
             dirname="ml-10m",

@@ -29,6 +29,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -128,11 +129,13 @@ def sources(name: str) -> list[Source]:
         return [
             Source("files", "gnn-benchmark repository", {f: f"{GNNBENCH_RAW}/{f}" for f in files})
         ]
-    manual = {
-        "steam-200k": f"download steam-video-games.zip from {spec.url} (Kaggle login needed) "
-        "and extract steam-200k.csv",
-        "ppi": f"download the {name} folder linked from {spec.url} (Google Drive)",
-    }.get(name, f"download the {name} folder linked from {spec.url} (Google Drive)")
+    if name == "steam-200k":
+        manual = (
+            f"download steam-video-games.zip from {spec.url} (Kaggle login needed) and extract "
+            "steam-200k.csv"
+        )
+    else:  # GraphSAINT data are shared through Google Drive folders
+        manual = f"download the {name} folder linked from {spec.url} (Google Drive)"
     return [Source("files", "manual download", {}, manual=manual)]
 
 
@@ -212,22 +215,23 @@ def _urlopen(url: str, timeout: float = TIMEOUT_S):
     return urllib.request.urlopen(request, timeout=timeout)
 
 
-class _Unreachable(Exception):
-    """A network error: the next source is tried."""
+class SourceUnavailable(DataError):
+    """A source could not be reached (network error, offline); :func:`ensure_files` then tries
+    the next source."""
 
 
 def download_file(url: str, dest: Path, entry: FileEntry | None = None) -> Path:
     """Download ``url`` to ``dest`` via a temporary file, check it against ``entry``, rename it.
 
     A checksum mismatch raises :class:`DataError` (nothing is kept); a network error raises
-    ``_Unreachable`` so that :func:`ensure_files` can try the next source.
+    :class:`SourceUnavailable` (also a :class:`DataError`).
     """
     from tqdm import tqdm
 
     try:
         resp = _urlopen(url)
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        raise _Unreachable(f"{url}: {getattr(exc, 'reason', exc)}") from exc
+        raise SourceUnavailable(f"{url}: {getattr(exc, 'reason', exc)}") from exc
     with resp:
         total = int(resp.headers.get("Content-Length") or 0) or None
         with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=None) as bar:
@@ -237,7 +241,7 @@ def download_file(url: str, dest: Path, entry: FileEntry | None = None) -> Path:
                     try:
                         chunk = resp.read(1 << 16)
                     except (OSError, ValueError) as exc:
-                        raise _Unreachable(f"{url}: transfer failed ({exc})") from exc
+                        raise SourceUnavailable(f"{url}: transfer failed ({exc})") from exc
                     if not chunk:
                         return
                     bar.update(len(chunk))
@@ -257,7 +261,10 @@ def _atomic_write(dest: Path, chunks: Iterable[bytes], entry: FileEntry | None, 
             for chunk in chunks:
                 out.write(chunk)
         if entry is not None and check_file(tmp, entry) == "mismatch":
-            raise DataError(f"{label}: {dest.name} does not match the checksum in the manifest")
+            raise DataError(
+                f"{dest.name} from {label}: checksum does not match the manifest (file not saved)"
+            )
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600 files
         os.replace(tmp, dest)
     finally:
         with contextlib.suppress(OSError):
@@ -265,19 +272,30 @@ def _atomic_write(dest: Path, chunks: Iterable[bytes], entry: FileEntry | None, 
 
 
 def extract_members(
-    archive: Path, members: dict[str, str], root: Path, entries: dict[str, FileEntry], label: str
+    archive: Path,
+    members: dict[str, str],
+    root: Path,
+    entries: dict[str, FileEntry],
+    label: str,
+    required: Iterable[str] | None = None,
 ) -> None:
-    """Extract ``{relative path: member name}`` from a zip/wheel into ``root``, checking each."""
+    """Extract ``{relative path: member name}`` from a zip/wheel into ``root``, checking each.
+
+    A member absent from the archive is an error if it is ``required`` (default: all of them).
+    """
+    required = set(members if required is None else required)
     try:
         with zipfile.ZipFile(archive) as zf:
             names = set(zf.namelist())
             for rel, member in members.items():
                 if member not in names:
+                    if rel not in required:
+                        continue
                     raise DataError(f"{label}: archive {archive.name} has no member {member}")
                 with zf.open(member) as src:
                     chunks = iter(lambda src=src: src.read(1 << 20), b"")
                     _atomic_write(root / rel, chunks, entries.get(rel), label)
-    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as exc:
+    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, zlib.error) as exc:
         raise DataError(f"{label}: {archive} is not a valid zip archive ({exc})") from exc
 
 
@@ -292,7 +310,8 @@ def fetch_pypi_wheel(package: str, version: str, dest_dir: Path) -> Path:
         wheels = sorted(dest_dir.glob(f"{package}-{version}-*.whl"))
         if proc.returncode == 0 and wheels:
             return wheels[0]
-        errors.append(f"pip download: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        last = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["no wheel"]
+        errors.append(f"pip download: {last[0]}")
     except (OSError, subprocess.SubprocessError) as exc:
         errors.append(f"pip download: {exc}")
     for api in (f"https://pypi.org/pypi/{package}/{version}/json",
@@ -312,7 +331,7 @@ def fetch_pypi_wheel(package: str, version: str, dest_dir: Path) -> Path:
         w = wheels[0]
         entry = FileEntry(w["filename"], sha256=w.get("digests", {}).get("sha256"))
         return download_file(w["url"], dest_dir / w["filename"], entry)
-    raise _Unreachable("; ".join(str(e) for e in errors))
+    raise SourceUnavailable("; ".join(str(e) for e in errors))
 
 
 def _rebuild_grouplens_from_recbole(root: Path) -> list[str]:
@@ -352,8 +371,9 @@ def _fetch(src: Source, files: Sequence[str], root: Path, name: str) -> None:
             archive = fetch_pypi_wheel(package, version, tmp_dir)
             if (package, version) == RECBOLE_WHEEL and file_digest(archive) != RECBOLE_WHEEL_SHA256:
                 raise DataError(f"{archive.name}: sha256 differs from the known PyPI wheel")
-        wanted = {rel: src.members[rel] for rel in files if not (root / rel).is_file()}
-        extract_members(archive, wanted, root, entries, src.label)
+        # an archive at hand: take every member of it that is missing, not only the needed ones
+        wanted = {rel: m for rel, m in src.members.items() if not (root / rel).is_file()}
+        extract_members(archive, wanted, root, entries, src.label, required=files)
     if src.kind == "wheel" and name == "ml-100k":
         rebuilt = _rebuild_grouplens_from_recbole(root)
         _say(f"ml-100k: extracted {', '.join(wanted)} from the {src.label}; rebuilt "
@@ -401,7 +421,7 @@ def ensure_files(
             try:
                 _say(f"{name}: fetching {', '.join(need)} from the {src.label}")
                 _fetch(src, need, root, name)
-            except _Unreachable as exc:
+            except SourceUnavailable as exc:
                 failures.append(f"{src.label} unreachable ({exc})")
                 _say(f"{name}: {src.label} unreachable; trying the next source")
                 break

@@ -22,7 +22,7 @@ def _own(a: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ClientData:
     """One user's data: train and test rows (item ids and values) and the user's feature row.
 
@@ -86,7 +86,7 @@ def partition_by_user(
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HostPartition:
     """One graph host's share. ``node_ids`` are global ids (sorted); everything else is indexed
     locally (``0..len(node_ids)-1``). ``is_public[k]`` marks node ``k`` as public (held by every

@@ -132,7 +132,13 @@ def encode(payload: Payload) -> bytes:
     return b"".join(out)
 
 
+def _need(buf: memoryview, pos: int, n: int) -> None:
+    if pos + n > len(buf):
+        raise ProtocolError("corrupt message: truncated")
+
+
 def _decode(buf: memoryview, pos: int) -> tuple[Any, int]:
+    _need(buf, pos, 1)
     tag = buf[pos]
     pos += 1
     if tag == _T_NONE:
@@ -145,6 +151,7 @@ def _decode(buf: memoryview, pos: int) -> tuple[Any, int]:
         return struct.unpack_from("<d", buf, pos)[0], pos + 8
     if tag in (_T_STR, _T_BYTES):
         (n,) = struct.unpack_from("<Q", buf, pos)
+        _need(buf, pos + 8, n)
         raw = bytes(buf[pos + 8 : pos + 8 + n])
         return (raw.decode() if tag == _T_STR else raw), pos + 8 + n
     if tag == _T_ARRAY:
@@ -153,6 +160,7 @@ def _decode(buf: memoryview, pos: int) -> tuple[Any, int]:
         shape = struct.unpack_from(f"<{ndim}Q", buf, pos + 2)
         pos += 2 + 8 * ndim
         n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        _need(buf, pos, n)
         arr = np.frombuffer(buf[pos : pos + n], dtype=dtype).reshape(shape).copy()
         return arr, pos + n
     if tag == _T_LIST:
@@ -182,7 +190,7 @@ def decode(data: bytes) -> Payload:
     except (struct.error, IndexError, ValueError) as exc:
         raise ProtocolError(f"corrupt message: {exc}") from None
     if pos != len(data) or not isinstance(value, dict):
-        raise ProtocolError("corrupt message: trailing bytes or not a payload dict")
+        raise ProtocolError("corrupt message: trailing bytes (padded) or not a payload dict")
     return value
 
 

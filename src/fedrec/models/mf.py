@@ -36,18 +36,31 @@ def predict_ratings(
 
 def rating_loss(
     p: torch.Tensor, b_u: torch.Tensor, q: torch.Tensor, b_i: torch.Tensor,
-    ratings: torch.Tensor, mu: float, reg: float,
+    ratings: torch.Tensor, mu: float, reg: float, *, item_penalty: bool = True,
 ) -> torch.Tensor:
-    """Summed squared error plus L2 on the rows involved (see module docstring)."""
+    """Summed squared error plus L2 on the rows involved (see module docstring).
+
+    ``item_penalty=False`` drops the item terms, constant when only user parameters move.
+    """
     err = ratings - predict_ratings(p, b_u, q, b_i, mu)
-    penalty = (p.square().sum(-1) + b_u.square() + q.square().sum(-1)).sum()
+    penalty = (p.square().sum(-1) + b_u.square()).sum()
+    if item_penalty:
+        penalty = penalty + q.square().sum()
     return err.square().sum() + reg * penalty
 
 
-def bpr_loss(p: torch.Tensor, q_pos: torch.Tensor, q_neg: torch.Tensor, reg: float) -> torch.Tensor:
-    """Summed BPR loss plus L2 on the rows involved (see module docstring)."""
+def bpr_loss(
+    p: torch.Tensor, q_pos: torch.Tensor, q_neg: torch.Tensor, reg: float,
+    *, item_penalty: bool = True,
+) -> torch.Tensor:
+    """Summed BPR loss plus L2 on the rows involved (see module docstring).
+
+    ``item_penalty=False`` drops the item terms, constant when only user parameters move.
+    """
     diff = (p * (q_pos - q_neg)).sum(-1)
-    penalty = (p.square().sum(-1) + q_pos.square().sum(-1) + q_neg.square().sum(-1)).sum()
+    penalty = p.square().sum()
+    if item_penalty:
+        penalty = penalty + q_pos.square().sum() + q_neg.square().sum()
     return -F.logsigmoid(diff).sum() + reg * penalty
 
 

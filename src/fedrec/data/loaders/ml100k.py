@@ -216,7 +216,8 @@ def load_ml100k(
 
     ``split``: ``"u1".."u5"`` (GroupLens files), ``"random"`` (seeded, ``test_fraction`` default
     0.1) or ``"mgcnn"`` (``mgcnn/split_1.mat``, with side graphs). Default: ``"u1"`` when
-    ``u1.test`` exists, else ``"random"`` with ``test_fraction=0.2``.
+    ``u1.test`` exists, else ``"random"`` with ``test_fraction=0.2``; giving only
+    ``test_fraction`` selects ``"random"``.
     """
     if source not in ("auto", "grouplens", "recbole"):
         raise ConfigError(
@@ -256,8 +257,10 @@ def load_ml100k(
     everything = encode(ratings, inter_path, is_recbole)
     used = [inter_path, *(p for p in (user_path, item_path) if p)]
     have_u1 = (root / "u1.test").is_file()
-    if split is None:
-        split = "u1" if have_u1 else "random"
+    if test_fraction is not None and split not in (None, "random"):
+        raise ConfigError(f"ml-100k: test_fraction only applies to split='random', not {split!r}")
+    if split is None:  # a given test_fraction implies the random split
+        split = "u1" if have_u1 and test_fraction is None else "random"
         if split == "random" and test_fraction is None:
             test_fraction = 0.2
     graphs: tuple = (None, None)

@@ -1,0 +1,37 @@
+"""Print a markdown table of every results/*/results.json (what README's tables are made of).
+
+    python bench/results_table.py [results]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+METRICS = ("rmse", "mae", "Recall@20", "NDCG@20")
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f}"
+
+
+def main() -> None:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+    print("| algorithm | dataset | rounds | " + " | ".join(METRICS)
+          + " | MiB up | MiB down | wall s | command |")
+    print("|" + "---|" * (len(METRICS) + 7))
+    for path in sorted(root.glob("*/results.json")):
+        r = json.loads(path.read_text())
+        if r.get("status") != "complete":
+            continue
+        vals = [f"{r['final'][m]:.4f}" if m in r["final"] else "" for m in METRICS]
+        tot = r["communication"]["totals"]
+        cmd = f"`fedrec run {r['algorithm']} --dataset {r['dataset']} --out {path.parent}`"
+        print(f"| {r['algorithm']} | {r['dataset']} | {r['config']['rounds']} | "
+              + " | ".join(vals)
+              + f" | {mib(tot['bytes_up'])} | {mib(tot['bytes_down'])} | {r['wall_time_s']:.0f} | {cmd} |")
+
+
+if __name__ == "__main__":
+    main()

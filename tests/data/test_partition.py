@@ -1,0 +1,134 @@
+"""Per-user client partition (the privacy boundary) and graph host partition."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fedrec.data import (
+    GraphDataset,
+    InteractionDataset,
+    Interactions,
+    RatingDataset,
+    load_dataset,
+    partition_by_user,
+    partition_graph,
+)
+from fedrec.errors import ConfigError
+
+
+def toy() -> RatingDataset:
+    train = Interactions(np.array([2, 0, 2, 1, 0]), np.array([5, 1, 3, 0, 2]),
+                         np.array([1, 2, 3, 4, 5], np.float32))  # fmt: skip
+    test = Interactions(np.array([0, 3]), np.array([4, 4]), np.array([3, 1], np.float32))
+    feats = np.arange(8, dtype=np.float32).reshape(4, 2)
+    return RatingDataset("toy", 4, 6, train, test, user_features=feats)
+
+
+def test_toy_clients_hold_only_their_rows() -> None:
+    clients = partition_by_user(toy())
+    assert sorted(clients) == [0, 1, 2]  # user 3 has only a test row
+    c0 = clients[0]
+    assert (c0.train_items.tolist(), c0.train_values.tolist()) == ([1, 2], [2.0, 5.0])
+    assert (c0.test_items.tolist(), c0.test_values.tolist()) == ([4], [3.0])
+    assert c0.features.tolist() == [0.0, 1.0] and c0.num_items == 6
+    assert clients[2].train_items.tolist() == [5, 3] and clients[2].num_test == 0
+    with_cold = partition_by_user(toy(), include_test_only=True)
+    assert with_cold[3].num_train == 0 and with_cold[3].test_items.tolist() == [4]
+
+
+def test_client_arrays_are_private_copies() -> None:
+    ds = toy()
+    c = partition_by_user(ds)[0]
+    for arr in (c.train_items, c.train_values, c.test_items, c.test_values, c.features):
+        assert arr.base is None and not arr.flags.writeable
+        for full in (ds.train.items, ds.train.values, ds.test.items, ds.user_features):
+            assert not np.shares_memory(arr, full)
+    with pytest.raises(AttributeError):
+        c.user = 5  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module")
+def gowalla(data_root: Path) -> InteractionDataset:
+    if not (data_root / "gowalla/train.txt").is_file():
+        pytest.skip("staged gowalla not available")
+    return load_dataset("gowalla", data_root)
+
+
+def test_gowalla_partition_is_fast_and_complete(gowalla: InteractionDataset) -> None:
+    start = time.perf_counter()
+    clients = partition_by_user(gowalla)
+    elapsed = time.perf_counter() - start
+    assert len(clients) == 29_858
+    assert elapsed < 1.5, f"partition took {elapsed:.2f}s"
+    assert sum(c.num_train for c in clients.values()) == 810_128
+    assert sum(c.num_test for c in clients.values()) == 217_242
+    rng = np.random.default_rng(0)
+    for u in rng.choice(29_858, size=20, replace=False).tolist():
+        mine = gowalla.train.users == u
+        assert np.array_equal(clients[u].train_items, gowalla.train.items[mine])
+        assert np.array_equal(clients[u].test_items, gowalla.test.items[gowalla.test.users == u])
+
+
+def test_ml100k_clients_get_their_feature_row(data_root: Path, need) -> None:
+    need(data_root / "ml-100k", "u.data", "u.user", "u.item", "u1.test")
+    ds = load_dataset("ml-100k", data_root)
+    clients = partition_by_user(ds)
+    assert len(clients) == 943
+    assert np.array_equal(clients[17].features, ds.user_features[17])
+
+
+def ring(n: int = 60) -> GraphDataset:
+    src = np.arange(n)
+    dst = (src + 1) % n
+    ei = np.concatenate([np.stack([src, dst]), np.stack([dst, src])], axis=1)
+    train = np.arange(n) < 20
+    val = (np.arange(n) >= 20) & (np.arange(n) < 40)
+    x = np.eye(n, dtype=np.float32)
+    return GraphDataset("ring", x, np.arange(n) % 3, ei, train, val, np.arange(n) >= 40, 3)
+
+
+def test_graph_hosts_public_and_private_nodes() -> None:
+    g = ring()
+    hosts = partition_graph(g, num_hosts=4, public_fraction=0.25, seed=1)
+    assert len(hosts) == 4
+    public = [set(h.node_ids[h.is_public].tolist()) for h in hosts]
+    assert all(p == public[0] for p in public) and len(public[0]) == 15
+    private = [set(h.node_ids[~h.is_public].tolist()) for h in hosts]
+    assert sum(len(p) for p in private) == 45 and len(set().union(*private)) == 45
+    for h in hosts:
+        assert np.all(np.diff(h.node_ids) > 0)
+        assert np.array_equal(h.x, g.x[h.node_ids]) and np.array_equal(h.y, g.y[h.node_ids])
+        assert np.array_equal(h.train_mask, g.train_mask[h.node_ids])
+        # edges are exactly the induced subgraph, in local ids
+        glob = h.node_ids[h.edge_index]
+        mine = np.isin(g.edge_index, h.node_ids).all(axis=0)
+        assert sorted(map(tuple, glob.T.tolist())) == sorted(
+            map(tuple, g.edge_index[:, mine].T.tolist())
+        )
+    again = partition_graph(g, num_hosts=4, public_fraction=0.25, seed=1)
+    assert all(np.array_equal(a.node_ids, b.node_ids) for a, b in zip(hosts, again, strict=True))
+
+
+def test_graph_partition_on_cora(data_root: Path, need) -> None:
+    need(data_root / "planetoid", "ind.cora.x", "ind.cora.allx", "ind.cora.graph")
+    g = load_dataset("cora", data_root)
+    hosts = partition_graph(g, 5, public_fraction=0.1, seed=0)
+    n_public = int(hosts[0].is_public.sum())
+    assert n_public == round(0.1 * 2708)
+    assert sum(h.num_nodes - n_public for h in hosts) == 2708 - n_public
+    assert (
+        sum(int(h.train_mask[~h.is_public].sum()) for h in hosts)
+        + int(hosts[0].train_mask[hosts[0].is_public].sum())
+        == 140
+    )
+
+
+def test_bad_graph_arguments() -> None:
+    with pytest.raises(ConfigError, match="num_hosts"):
+        partition_graph(ring(), 0)
+    with pytest.raises(ConfigError, match="public_fraction"):
+        partition_graph(ring(), 2, public_fraction=1.5)
