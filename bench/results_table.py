@@ -28,9 +28,9 @@ def main() -> None:
         vals = [f"{r['final'][m]:.4f}" if m in r["final"] else "" for m in METRICS]
         tot = r["communication"]["totals"]
         cmd = f"`fedrec run {r['algorithm']} --dataset {r['dataset']} --out {path.parent}`"
-        print(f"| {r['algorithm']} | {r['dataset']} | {r['config']['rounds']} | "
-              + " | ".join(vals)
-              + f" | {mib(tot['bytes_up'])} | {mib(tot['bytes_down'])} | {r['wall_time_s']:.0f} | {cmd} |")
+        cells = [r["algorithm"], r["dataset"], str(r["config"]["rounds"]), *vals,
+                 mib(tot["bytes_up"]), mib(tot["bytes_down"]), f"{r['wall_time_s']:.0f}", cmd]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,12 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
             raise ConfigError(f"{name} must be an integer, got {value!r}")
         return value
     if hint is float:
+        if isinstance(value, str):
+            # PyYAML (YAML 1.1) reads exponents without a dot, like 1e-3, as strings.
+            try:
+                return float(value)
+            except ValueError:
+                raise ConfigError(f"{name} must be a number, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{name} must be a number, got {value!r}")
         return float(value)
@@ -147,9 +153,8 @@ def build_config(
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for {algorithm}; valid: {', '.join(sorted(names))}"
-        )
+        valid = ", ".join(sorted(names))
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)} for {algorithm}; valid: {valid}")
     kwargs = {k: _coerce(k, v, hints[k]) for k, v in values.items()}
     try:
         cfg = cls(**kwargs)

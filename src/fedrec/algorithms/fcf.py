@@ -11,8 +11,8 @@ User factors never leave the device; the server holds the item factors. One roun
 3. The server sums the gradients and takes one Adam step on ``Q``.
 
 Losses are those of :mod:`fedrec.models.mf`. The original FCF targets implicit feedback with an
-ALS user step; we take gradient steps (of the client's mean loss) on the user side so that one code path serves explicit
-ratings (MSE) and implicit feedback (BPR).
+ALS user step; we take gradient steps (of the client's mean loss) on the user side so that one
+code path serves explicit ratings (MSE) and implicit feedback (BPR).
 
 What the server learns: the uploaded rows name the items each client touched (for explicit
 ratings, exactly the rated items). FCF has no defence against this; FedGNN's pseudo items and
@@ -33,17 +33,17 @@ import torch
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.mf_common import (
-    reduce_client_metrics,
-    scale_midpoint,
     MFConfig,
     cohort_rows,
     evaluate_clients_explicit,
     evaluate_clients_ranking,
+    reduce_client_metrics,
+    scale_midpoint,
 )
 from fedrec.config import check_range
 from fedrec.data.partition import partition_by_user
-from fedrec.errors import ProtocolError
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
+from fedrec.errors import ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import derive_seed, torch_generator
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime
@@ -84,15 +84,16 @@ class FCFClient(PartyLogic):
     def handle_cohort(
         self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
     ) -> list[Payload]:
-        q = torch.as_tensor(payloads[0]["item_factors"])
-        b_i = torch.as_tensor(payloads[0]["item_bias"]) if self.explicit else None
+        dev = ctxs[0].device
+        q = torch.as_tensor(payloads[0]["item_factors"], device=dev)
+        b_i = torch.as_tensor(payloads[0]["item_bias"], device=dev) if self.explicit else None
         if any(p is not payloads[0] for p in payloads):
             raise ValueError("FCF expects the same broadcast for the whole cohort")
         if step == "train":
             return self._train(ctxs, q, b_i)
         if step == "evaluate":
-            p = torch.stack([c.state["p"] for c in ctxs])
-            b_u = torch.stack([c.state["b"] for c in ctxs])
+            p = torch.stack([c.state["p"] for c in ctxs]).to(ctxs[0].device)
+            b_u = torch.stack([c.state["b"] for c in ctxs]).to(ctxs[0].device)
             if self.explicit:
                 return evaluate_clients_explicit(ctxs, p, b_u, q, b_i, self.mu, self.rating_range)
             return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk)
@@ -103,11 +104,12 @@ class FCFClient(PartyLogic):
     ) -> list[Payload]:
         cfg = self.cfg
         rows = cohort_rows(ctxs, num_items=None if self.explicit else self.num_items)
-        p = torch.stack([c.state["p"] for c in ctxs]).requires_grad_(True)
-        b_u = torch.stack([c.state["b"] for c in ctxs]).requires_grad_(True)
+        dev = ctxs[0].device
+        p = torch.stack([c.state["p"] for c in ctxs]).to(dev).requires_grad_(True)
+        b_u = torch.stack([c.state["b"] for c in ctxs]).to(dev).requires_grad_(True)
         local, items = rows.local, rows.items
         if not self.explicit:
-            # Negatives keyed by (run seed, round, user id, row position): independent of the cohort.
+            # Negatives keyed by (seed, round, user id, row position): independent of the cohort.
             seed = derive_seed(cfg.seed, ctxs[0].round, "fcf-negatives")
             neg = sample_negatives(seed, rows.users, rows.position, self.num_items, rows.keys)
             local = torch.cat([local, local])
@@ -130,7 +132,7 @@ class FCFClient(PartyLogic):
         q_rows = q[items]
         bi_rows = b_i[items] if b_i is not None else None
         # Step size per row: a client with many rows takes the same-size step as one with few.
-        step = cfg.lr_user / torch.from_numpy(rows.counts).clamp(min=1).float()
+        step = cfg.lr_user / torch.from_numpy(rows.counts).clamp(min=1).float().to(dev)
         for _ in range(cfg.local_steps):
             # Item rows are fixed here, so their penalty is a constant and is left out.
             loss = loss_of(p[local[:n]], b_u[local[:n]], q_rows, bi_rows, False)
@@ -170,12 +172,14 @@ class FCFClient(PartyLogic):
 class FCFServer(ServerLogic):
     """Holds the item factors; sums client gradients; one Adam step per round."""
 
-    def __init__(self, cfg: FCFConfig, num_items: int, explicit: bool) -> None:
+    def __init__(
+        self, cfg: FCFConfig, num_items: int, explicit: bool, device: torch.device
+    ) -> None:
         self.cfg = cfg
         self.explicit = explicit
         gen = torch_generator(cfg.seed, "init-items")
-        self.q = init_factors(num_items, cfg.dim, gen).requires_grad_(True)
-        self.b_i = torch.zeros(num_items, requires_grad=True)
+        self.q = init_factors(num_items, cfg.dim, gen).to(device).requires_grad_(True)
+        self.b_i = torch.zeros(num_items, device=device, requires_grad=True)
         params = [self.q, self.b_i] if explicit else [self.q]
         self.opt = torch.optim.Adam(params, lr=cfg.lr)
 
@@ -195,12 +199,13 @@ class FCFServer(ServerLogic):
                 f"round {rnd}: no client update arrived ({rejected} rejected as non-finite, "
                 "the rest dropped out); if updates diverge, lower lr_user or lr"
             )
-        items = torch.cat([torch.as_tensor(r["items"]) for r in replies.values()])
-        gq = torch.cat([torch.as_tensor(r["grad_q"]) for r in replies.values()])
+        dev = self.q.device
+        items = torch.cat([torch.as_tensor(r["items"], device=dev) for r in replies.values()])
+        gq = torch.cat([torch.as_tensor(r["grad_q"], device=dev) for r in replies.values()])
         self.opt.zero_grad()
         self.q.grad = torch.zeros_like(self.q).index_add_(0, items, gq)
         if self.explicit:
-            gb = torch.cat([torch.as_tensor(r["grad_b"]) for r in replies.values()])
+            gb = torch.cat([torch.as_tensor(r["grad_b"], device=dev) for r in replies.values()])
             self.b_i.grad = torch.zeros_like(self.b_i).index_add_(0, items, gb)
         self.opt.step()
         return {"clients": len(replies)}
@@ -233,7 +238,7 @@ def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> Fed
     if not explicit and not isinstance(dataset, InteractionDataset):
         raise TypeError("FCF needs a rating or interaction dataset")
     return FederatedJob(
-        server=FCFServer(cfg, dataset.num_items, explicit),
+        server=FCFServer(cfg, dataset.num_items, explicit, device),
         client_logic=FCFClient(cfg, dataset),
         client_data=partition_by_user(dataset),
     )

@@ -52,7 +52,8 @@ class CohortRows:
 def cohort_rows(
     ctxs: Sequence[PartyContext], split: str = "train", num_items: int | None = None
 ) -> CohortRows:
-    """Concatenate the cohort's ``split`` rows (``num_items`` also builds the sorted keys)."""
+    """Concatenate the cohort's ``split`` rows (``num_items`` also builds the sorted keys), as
+    tensors on the cohort's device."""
     items_list = [getattr(c.data, f"{split}_items") for c in ctxs]
     values_list = [getattr(c.data, f"{split}_values") for c in ctxs]
     counts = np.fromiter((len(x) for x in items_list), dtype=np.int64, count=len(ctxs))
@@ -68,7 +69,9 @@ def cohort_rows(
         torch.sort(users * num_items + items).values
         if num_items is not None else torch.empty(0, dtype=torch.int64)
     )
-    return CohortRows(local, users, items, values, position, counts, keys)
+    dev = ctxs[0].device if ctxs else torch.device("cpu")
+    return CohortRows(local.to(dev), users.to(dev), items.to(dev), values.to(dev),
+                      position.to(dev), counts, keys.to(dev))
 
 
 def evaluate_clients_explicit(
@@ -81,8 +84,9 @@ def evaluate_clients_explicit(
     with torch.no_grad():
         pred = mu + b_u[rows.local] + b_i[rows.items] + (p[rows.local] * q[rows.items]).sum(-1)
         err = pred.clamp(lo, hi) - rows.values
-    sq = torch.zeros(len(ctxs), dtype=torch.float64).index_add_(0, rows.local, err.double() ** 2)
-    ab = torch.zeros(len(ctxs), dtype=torch.float64).index_add_(0, rows.local, err.double().abs())
+    zeros = torch.zeros(len(ctxs), dtype=torch.float64, device=err.device)
+    sq = zeros.index_add(0, rows.local, err.double() ** 2).cpu()
+    ab = zeros.index_add(0, rows.local, err.double().abs()).cpu()
     return [
         {"sq_err": float(sq[i]), "abs_err": float(ab[i]), "count": int(rows.counts[i])}
         for i in range(len(ctxs))
@@ -105,10 +109,10 @@ def evaluate_clients_ranking(
             scores[train.local, train.items] = -torch.inf
             top = torch.topk(scores, min(k, num_items), dim=1).indices
         test_keys = torch.sort(test.local * num_items + test.items).values
-        keys = torch.arange(len(chunk)).unsqueeze(1) * num_items + top
+        keys = torch.arange(len(chunk), device=top.device).unsqueeze(1) * num_items + top
         pos = torch.searchsorted(test_keys, keys).clamp(max=max(len(test_keys) - 1, 0))
         hits = (test_keys[pos] == keys) if len(test_keys) else torch.zeros_like(keys, dtype=bool)
-        metrics = per_user_topk_metrics(hits.numpy(), test.counts, (k,))
+        metrics = per_user_topk_metrics(hits.cpu().numpy(), test.counts, (k,))
         for i in range(len(chunk)):
             msg: Payload = {name: float(v[i]) for name, v in metrics.items()}
             msg["count"] = int(test.counts[i] > 0)

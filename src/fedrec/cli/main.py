@@ -58,10 +58,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
         ("bytes total", _format_bytes(totals.get("bytes_total", 0))),
     ]
-    if result.privacy:
-        for key in ("epsilon", "delta", "epsilon_per_round"):
-            if key in result.privacy:
-                rows.append((key, f"{result.privacy[key]:.4g}"))
+    privacy = result.privacy or {}
+    if privacy.get("epsilon") is None:
+        rows.append(("privacy", "no formal guarantee (epsilon = infinity)"))
+    for key in ("epsilon", "delta", "epsilon_per_upload"):
+        if privacy.get(key) is not None:
+            rows.append((key, f"{privacy[key]:.4g}"))
     rows.append(("wall time", f"{result.wall_time_s:.1f} s"))
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))

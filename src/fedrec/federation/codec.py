@@ -50,7 +50,8 @@ def _as_numpy(value: np.ndarray | torch.Tensor) -> np.ndarray:
         value = value.cpu().numpy()
     if value.dtype.kind == "S":
         value = value.view(np.uint8).reshape(*value.shape, value.dtype.itemsize)
-    return np.ascontiguousarray(value)
+    # ascontiguousarray turns a 0-d array into shape (1,); keep the shape payload_size counts.
+    return np.ascontiguousarray(value).reshape(value.shape)
 
 
 def _array_header_size(ndim: int) -> int:
@@ -106,7 +107,8 @@ def _encode(value: Any, out: list[bytes]) -> None:
         out.append(bytes([_T_BYTES]) + struct.pack("<Q", len(value)) + bytes(value))
     elif isinstance(value, np.ndarray | torch.Tensor):
         arr = _as_numpy(value)
-        code = _DTYPE_CODE.get(arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype)
+        dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
+        code = _DTYPE_CODE.get(dtype)
         if code is None:
             raise ProtocolError(f"cannot send an array of dtype {arr.dtype} in a message")
         out.append(bytes([_T_ARRAY, code, arr.ndim]) + struct.pack(f"<{arr.ndim}Q", *arr.shape))
@@ -187,7 +189,7 @@ def decode(data: bytes) -> Payload:
     """Inverse of :func:`encode`; arrays come back as NumPy arrays."""
     try:
         value, pos = _decode(memoryview(data), 0)
-    except (struct.error, IndexError, ValueError) as exc:
+    except (struct.error, IndexError, ValueError, RecursionError) as exc:  # deep nesting too
         raise ProtocolError(f"corrupt message: {exc}") from None
     if pos != len(data) or not isinstance(value, dict):
         raise ProtocolError("corrupt message: trailing bytes (padded) or not a payload dict")
@@ -202,7 +204,7 @@ def iter_float_arrays(value: Any):
     elif isinstance(value, np.ndarray):
         if value.dtype.kind == "f":
             yield value
-    elif isinstance(value, float):
+    elif isinstance(value, float | np.floating):  # np.float32 is not a float subclass
         yield np.asarray(value)
     elif isinstance(value, list | tuple):
         for v in value:

@@ -72,7 +72,7 @@ class CommunicationLedger:
         return {k: dict(v) for k, v in out.items()}
 
     def by_role(self) -> dict[str, dict[str, int]]:
-        """Bytes each kind of party sent and received (third party, aggregator, ... get own rows)."""
+        """Bytes each kind of party sent and received (third party, aggregator: own rows)."""
         out: dict[str, dict[str, int]] = defaultdict(lambda: {"sent": 0, "received": 0})
         for (_, _, s, r, _), row in self.rows.items():
             out[s]["sent"] += row.bytes

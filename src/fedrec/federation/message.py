@@ -28,7 +28,7 @@ def role_of(party: PartyId) -> str:
 
 @dataclass
 class Message:
-    """One payload from ``sender`` to ``receiver``, sent in ``round`` as part of protocol ``step``."""
+    """One payload from ``sender`` to ``receiver``, sent in ``round`` during ``step``."""
 
     sender: PartyId
     receiver: PartyId
