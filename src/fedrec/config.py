@@ -29,12 +29,14 @@ class RunConfig:
     seed: int = 0
     clients_per_round: int = 0
     dropout: float = 0.0
+    dropout_after_calls: int = 0
     eval_every: int = 1
 
     def validate(self) -> None:
         check_range("rounds", self.rounds, 1)
         check_range("clients_per_round", self.clients_per_round, 0)
         check_range("dropout", self.dropout, 0.0, 0.99)
+        check_range("dropout_after_calls", self.dropout_after_calls, 0)
         check_range("eval_every", self.eval_every, 1)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
+from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn, build_fedgnn_job
 from fedrec.algorithms.pmf import PMFConfig, build_pmf
+from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec, build_ptf_fedrec_job
 from fedrec.errors import ConfigError
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -26,6 +28,26 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             dataset_kinds=("rating", "interaction"),
             build=build_fcf,
             build_job=build_fcf_job,
+        ),
+        AlgorithmSpec(
+            name="ptf-fedrec",
+            summary="parameter transmission-free: only (item, score) pairs cross the network",
+            paper="Yuan et al., Hide Your Model: A Parameter Transmission-free Federated "
+            "Recommender System, ICDE 2024",
+            config_cls=PTFFedRecConfig,
+            dataset_kinds=("rating", "interaction"),
+            build=build_ptf_fedrec,
+            build_job=build_ptf_fedrec_job,
+        ),
+        AlgorithmSpec(
+            name="fedgnn",
+            summary="federated GNN: pseudo items, local DP, third-party graph expansion",
+            paper="Wu et al., FedGNN: Federated Graph Neural Network for Privacy-Preserving "
+            "Recommendation, KDD 2021 (arXiv:2102.04925)",
+            config_cls=FedGNNConfig,
+            dataset_kinds=("rating",),
+            build=build_fedgnn,
+            build_job=build_fedgnn_job,
         ),
     )
 }

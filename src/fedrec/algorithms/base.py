@@ -90,6 +90,7 @@ class FederatedTrainer(Trainer):
             services=job.services,
             seed=cfg.seed,
             dropout=cfg.dropout,
+            dropout_after_calls=cfg.dropout_after_calls,
             device=device,
         )
         self.ledger = self.runtime.ledger

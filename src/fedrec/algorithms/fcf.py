@@ -25,6 +25,7 @@ the cohort's summed loss yields each client's exact individual gradient.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -224,7 +225,7 @@ class FCFServer(ServerLogic):
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.detach().clone(), "b_i": self.b_i.detach().clone(),
-                "opt": self.opt.state_dict()}
+                "opt": copy.deepcopy(self.opt.state_dict())}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         with torch.no_grad():

@@ -7,6 +7,7 @@ ledger stays empty and it has no privacy guarantee.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +103,7 @@ class PMFTrainer(CentralizedTrainer):
     def state_dict(self) -> dict[str, Any]:
         return {
             "params": [t.detach().cpu().clone() for t in (self.p, self.q, self.b_u, self.b_i)],
-            "opt": self.opt.state_dict(),
+            "opt": copy.deepcopy(self.opt.state_dict()),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

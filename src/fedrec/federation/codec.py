@@ -58,6 +58,26 @@ def _array_header_size(ndim: int) -> int:
     return 1 + 1 + 1 + 8 * ndim
 
 
+_TORCH_SENDABLE = {
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int16,
+    torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64, torch.bool,
+}
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _unsendable(what: str) -> ProtocolError:
+    return ProtocolError(f"cannot send {what} in a message")
+
+
+def _check_dtype(value: np.ndarray | torch.Tensor) -> None:
+    """The meter must refuse exactly what the encoder refuses (object arrays, complex, ...)."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in _TORCH_SENDABLE:
+            raise _unsendable(f"a tensor of dtype {value.dtype}")
+    elif value.dtype.kind != "S" and value.dtype.newbyteorder("=") not in _DTYPE_CODE:
+        raise _unsendable(f"an array of dtype {value.dtype}")
+
+
 def value_size(value: Any) -> int:
     """Exact encoded size of one value in bytes."""
     if value is None:
@@ -65,6 +85,8 @@ def value_size(value: Any) -> int:
     if isinstance(value, bool | np.bool_):
         return 2
     if isinstance(value, int | np.integer):
+        if not _INT64[0] <= int(value) <= _INT64[1]:
+            raise _unsendable(f"the integer {value} (outside int64)")
         return 9
     if isinstance(value, float | np.floating):
         return 9
@@ -73,10 +95,12 @@ def value_size(value: Any) -> int:
     if isinstance(value, bytes | bytearray):
         return 9 + len(value)
     if isinstance(value, torch.Tensor):
+        _check_dtype(value)
         extra = 1 if value.dtype == torch.bfloat16 else 0  # bf16 travels as f32
         ndim = value.dim()
         return _array_header_size(ndim) + value.numel() * value.element_size() * (1 + extra)
     if isinstance(value, np.ndarray):
+        _check_dtype(value)
         ndim = value.ndim + (1 if value.dtype.kind == "S" else 0)
         return _array_header_size(ndim) + value.nbytes
     if isinstance(value, list | tuple):
@@ -97,6 +121,7 @@ def _encode(value: Any, out: list[bytes]) -> None:
     elif isinstance(value, bool | np.bool_):
         out.append(bytes([_T_BOOL, int(bool(value))]))
     elif isinstance(value, int | np.integer):
+        value_size(value)  # range check
         out.append(bytes([_T_INT]) + struct.pack("<q", int(value)))
     elif isinstance(value, float | np.floating):
         out.append(bytes([_T_FLOAT]) + struct.pack("<d", float(value)))

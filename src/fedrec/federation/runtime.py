@@ -23,6 +23,8 @@ outgoing payload depends only on its own data, state and ``ctx`` randomness
 
 from __future__ import annotations
 
+import copy
+import os
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -132,16 +134,20 @@ class InProcessRuntime(Runtime):
         services: Mapping[str, tuple[PartyLogic, Any]] | None = None,
         seed: int = 0,
         dropout: float = 0.0,
+        dropout_after_calls: int = 0,
         device: str | torch.device = "cpu",
     ) -> None:
         if not 0.0 <= dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+        if dropout_after_calls < 0:
+            raise ConfigError(f"dropout_after_calls must be >= 0, got {dropout_after_calls}")
         self._client_data = dict(client_data)
         self._client_ids = sorted(self._client_data)
         self.client_logic = client_logic
         self.services = dict(services or {})
         self.seed = seed
         self.dropout = dropout
+        self.dropout_after_calls = dropout_after_calls
         self.device = torch.device(device)
         self.ledger = CommunicationLedger()
         self.observers: list[Observer] = []
@@ -157,8 +163,9 @@ class InProcessRuntime(Runtime):
         return self._client_ids
 
     def begin_round(self, rnd: int) -> None:
-        """Draw this round's dropouts: a dropped client answers ``k`` calls, k ~ U{0..3}, then
-        goes silent for the rest of the round (it may vanish before or mid-protocol)."""
+        """Draw this round's dropouts: each client drops with probability ``dropout``; a dropped
+        client answers its first ``dropout_after_calls`` calls of the round (0: none; 2, say, to
+        vanish after the key exchange of secure aggregation), then goes silent."""
         self.round = rnd
         self._calls_answered.clear()
         self._drop_after = {}
@@ -166,8 +173,7 @@ class InProcessRuntime(Runtime):
             rng = numpy_rng(self.seed, rnd, "dropout")
             ids = np.asarray(self._client_ids)
             dropped = ids[rng.random(len(ids)) < self.dropout]
-            after = rng.integers(0, 4, size=len(dropped))
-            self._drop_after = dict(zip(dropped.tolist(), after.tolist(), strict=True))
+            self._drop_after = dict.fromkeys(dropped.tolist(), self.dropout_after_calls)
 
     def drop(self, client: int, after_calls: int = 0) -> None:
         """Make ``client`` go silent this round after answering ``after_calls`` more calls."""
@@ -259,7 +265,7 @@ class InProcessRuntime(Runtime):
 
     # -- checkpointing -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"states": self.states, "ledger": self.ledger.state_dict()}
+        return {"states": copy.deepcopy(self.states), "ledger": self.ledger.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.states = state["states"]
@@ -267,5 +273,10 @@ class InProcessRuntime(Runtime):
 
 
 def seed_everything(seed: int) -> None:
-    """Seed torch's global generator (only for code outside the runtime's keyed generators)."""
+    """Seed torch's global generator (for code outside the runtime's keyed generators) and ask
+    for deterministic kernels: multi-threaded CPU ``index_put_(accumulate=True)`` (the backward
+    of row indexing) otherwise adds rows in a varying order, and a resumed run would differ from
+    an uninterrupted one in the last bits."""
     torch.manual_seed(derive_seed(seed, "global"))
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)

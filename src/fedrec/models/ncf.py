@@ -1,0 +1,151 @@
+"""NeuMF (He et al. 2017, "Neural Collaborative Filtering": GMF + MLP), batched over clients.
+
+Every client of PTF-FedRec owns a *private* NeuMF model. To train a cohort of thousands of them
+in one pass, the parameters are kept as stacked tensors with a leading client axis and the
+forward pass uses ``bmm`` (one small matmul per client, batched):
+
+* ``user``  ``[C, 2d]`` -- the client's own user embedding, GMF half then MLP half;
+* item rows ``[C, B, 2d]`` -- item embeddings (GMF half then MLP half) of the items each client
+  scores; they are gathered by the caller from a compact table of the rows a client touches;
+* ``w{k}`` ``[C, in_k, out_k]``, ``b{k}`` ``[C, out_k]`` -- the MLP tower (ReLU), input
+  ``concat(user_mlp, item_mlp)`` of size ``2d``;
+* ``out_w`` ``[C, d + last, 1]``, ``out_b`` ``[C, 1]`` -- the NeuMF prediction layer on
+  ``concat(user_gmf * item_gmf, mlp_out)``; its output is a logit (sigmoid gives the score).
+
+Initialisation is counter-based (:func:`fedrec.federation.rng.counter_uniform` /
+:func:`~fedrec.federation.rng.counter_normal`) keyed by (seed, client, item / parameter,
+element), so a client's model depends only on the seed and its own id -- never on its cohort --
+and an item row that was never trained need not be stored: it is regenerated on demand
+(:func:`init_item_rows`, from a per-client generator). Embeddings start ``N(0, 0.01^2)``;
+linear layers start ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's
+``nn.Linear`` range), biases at zero.
+
+:class:`StackedAdam` is Adam (Kingma & Ba, torch defaults) over rows of stacked tensors with a
+*per-row step count*, so that each client's update is exactly the one its own ``torch.optim.Adam``
+would take, and clients without a batch at some step are skipped (not given a zero gradient).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from fedrec.federation.rng import counter_normal, counter_uniform, derive_seed, torch_generator
+
+EMB_STD = 0.01
+
+
+@dataclass(frozen=True)
+class NCFShape:
+    """``dim``: GMF and MLP embedding size; ``layers``: the MLP tower's output sizes."""
+
+    dim: int = 16
+    layers: tuple[int, ...] = (16, 8)
+
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per-client parameter shapes (item embeddings excluded)."""
+        shapes: dict[str, tuple[int, ...]] = {"user": (2 * self.dim,)}
+        fan_in = 2 * self.dim
+        for k, out in enumerate(self.layers):
+            shapes[f"w{k}"] = (fan_in, out)
+            shapes[f"b{k}"] = (out,)
+            fan_in = out
+        shapes["out_w"] = (self.dim + fan_in, 1)
+        shapes["out_b"] = (1,)
+        return shapes
+
+    def num_params(self, num_items: int) -> int:
+        per = sum(int(torch.tensor(s).prod()) for s in self.param_shapes().values())
+        return per + num_items * 2 * self.dim
+
+
+def init_params(shape: NCFShape, seed: int, clients: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Stacked initial parameters ``[len(clients), ...]`` (item rows: :func:`init_item_rows`)."""
+    out: dict[str, torch.Tensor] = {}
+    c = clients.to(torch.int64)
+    for pid, (name, shp) in enumerate(shape.param_shapes().items()):
+        numel = int(torch.tensor(shp).prod())
+        pos = torch.arange(numel)
+        key = derive_seed(seed, "ncf-init", name, pid)
+        if name == "user":
+            val = counter_normal(key, c[:, None], pos[None, :]).float() * EMB_STD
+        elif name.startswith("b") or name == "out_b":
+            val = torch.zeros(len(c), numel)
+        else:
+            bound = 1.0 / float(shp[0]) ** 0.5
+            val = (counter_uniform(key, c[:, None], pos[None, :]).float() * 2 - 1) * bound
+        out[name] = val.reshape(len(c), *shp)
+    return out
+
+
+def init_item_rows(
+    shape: NCFShape, seed: int, clients: torch.Tensor, items: torch.Tensor, num_items: int
+) -> torch.Tensor:
+    """Initial item embedding rows ``[n, 2d]`` of client ``clients[k]`` for item ``items[k]``.
+
+    Each client's whole initial table ``N(0, EMB_STD^2)`` of shape ``[num_items, 2d]`` comes
+    from its own generator keyed by (seed, client), so a row is the same whenever it is rebuilt.
+    """
+    out = torch.empty(len(items), 2 * shape.dim)
+    if len(items) == 0:
+        return out
+    uniq, inv = torch.unique(clients, return_inverse=True)
+    order = torch.sort(inv, stable=True).indices
+    counts = torch.bincount(inv, minlength=len(uniq)).tolist()
+    for c, idx in zip(uniq.tolist(), torch.split(order, counts), strict=True):
+        gen = torch_generator(seed, "ncf-init-items", c)
+        full = torch.randn(num_items, 2 * shape.dim, generator=gen)
+        out[idx] = full[items[idx]] * EMB_STD
+    return out
+
+
+def forward(
+    shape: NCFShape, params: dict[str, torch.Tensor], item_rows: torch.Tensor
+) -> torch.Tensor:
+    """Logits ``[a, B]`` of ``a`` clients (``params[...]`` stacked ``[a, ...]``) on their
+    ``B`` item rows each (``item_rows`` ``[a, B, 2d]``)."""
+    d = shape.dim
+    user = params["user"]
+    gmf = user[:, None, :d] * item_rows[..., :d]
+    h = torch.cat([user[:, None, d:].expand(-1, item_rows.shape[1], -1), item_rows[..., d:]], -1)
+    for k in range(len(shape.layers)):
+        h = F.relu(torch.bmm(h, params[f"w{k}"]) + params[f"b{k}"][:, None, :])
+    z = torch.cat([gmf, h], -1)
+    return (torch.bmm(z, params["out_w"]) + params["out_b"][:, None, :]).squeeze(-1)
+
+
+class StackedAdam:
+    """Adam on selected rows of stacked tensors, with a step count per row (see module doc)."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], lr: float,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+        self.lr, self.betas, self.eps = lr, betas, eps
+        self.m = {k: torch.zeros_like(v) for k, v in tensors.items()}
+        self.v = {k: torch.zeros_like(v) for k, v in tensors.items()}
+
+    @torch.no_grad()
+    def step(self, name: str, param: torch.Tensor, idx: torch.Tensor, grad: torch.Tensor,
+             t: torch.Tensor) -> None:
+        """Update ``param[idx]`` with gradient ``grad`` (``[len(idx), ...]``); ``t`` (float,
+        ``[len(idx)]``) is each row's step number after this step (1 for the first)."""
+        b1, b2 = self.betas
+        if len(idx) == param.shape[0]:  # every row: update in place, no gather/scatter
+            m, v = self.m[name], self.v[name]
+            m.mul_(b1).add_(grad, alpha=1 - b1)
+            v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+            view = (-1,) + (1,) * (grad.dim() - 1)
+            step = (self.lr / (1 - b1 ** t)).view(view).to(param.dtype)
+            denom = (v / (1 - b2 ** t).view(view).to(param.dtype)).sqrt_().add_(self.eps)
+            param.addcdiv_(m * step, denom, value=-1.0)
+            return
+        m = self.m[name][idx].mul_(b1).add_(grad, alpha=1 - b1)
+        v = self.v[name][idx].mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        self.m[name][idx] = m
+        self.v[name][idx] = v
+        view = (-1,) + (1,) * (grad.dim() - 1)
+        bc1 = (1 - b1 ** t).view(view)
+        bc2 = (1 - b2 ** t).view(view)
+        upd = (m / bc1) / ((v / bc2).sqrt() + self.eps)
+        param[idx] -= self.lr * upd

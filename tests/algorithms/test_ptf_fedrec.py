@@ -1,0 +1,200 @@
+"""PTF-FedRec on the real ML-100K (per-user 80/20 split): protocol, privacy and learning checks.
+
+Two module-scoped runs keep the file fast: the default method (every default, all 943 clients,
+two rounds: one round does not yet move Recall@20, the second does) and an undefended one (one
+round, 150 clients). Torch runs single-threaded here: on the shared 2-core machine two threads
+oversubscribe the cores (5-50x slower steps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.ptf_fedrec import (
+    PTFClient,
+    PTFFedRecConfig,
+    build_ptf_fedrec,
+    swap_top_scores,
+)
+from fedrec.config import build_config
+from fedrec.errors import ConfigError
+from fedrec.federation.message import Message
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _cfg(**over) -> PTFFedRecConfig:
+    return build_config(PTFFedRecConfig, "ptf-fedrec", "ml-100k", overrides=over)
+
+
+class Tap:
+    """Observer keeping every delivered message."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    def __call__(self, msg: Message) -> None:
+        self.messages.append(msg)
+
+
+@pytest.fixture(scope="module")
+def run(ml100k):
+    cfg = _cfg(rounds=2, eval_clients=False)
+    trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+    tap = Tap()
+    trainer.runtime.observers.append(tap)
+    before = trainer.evaluate()
+    stats = [trainer.train_round(r) for r in (1, 2)]
+    after = trainer.evaluate()
+    return cfg, trainer, tap, before, stats, after
+
+
+@pytest.fixture(scope="module")
+def undefended(ml100k):
+    cfg = _cfg(rounds=1, defense="none", clients_per_round=150, server_epochs=1,
+               eval_clients=False)
+    trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+    return trainer.train_round(1)
+
+
+def test_registered_and_defaults():
+    spec = get_algorithm("ptf-fedrec")
+    cfg = _cfg()
+    assert spec.config_cls is PTFFedRecConfig
+    assert (cfg.rounds, cfg.server_model, cfg.server_dim, cfg.server_layers) == (
+        20, "ngcf", 32, (32, 16))
+    assert (cfg.client_dim, cfg.client_lr, cfg.client_batch, cfg.local_epochs) == (
+        16, 0.01, 256, 5)
+    assert (cfg.alpha, cfg.swap_rate, cfg.beta_range, cfg.gamma_range) == (
+        30, 0.1, (0.1, 1.0), (1.0, 4.0))
+    with pytest.raises(ConfigError):
+        _cfg(defense="bogus")
+    with pytest.raises(ConfigError):
+        _cfg(beta_range=[0.5, 1.5])
+
+
+def test_only_item_ids_and_scores_cross_the_network(run):
+    _, trainer, tap, *_ = run
+    steps = {m.step for m in tap.messages}
+    assert {"train", "disperse"} <= steps
+    for m in tap.messages:
+        if m.step == "evaluate":  # client metrics only: scalars
+            assert all(isinstance(v, int | float) for v in m.payload.values())
+            continue
+        assert set(m.payload) <= {"items", "scores"}, m.payload.keys()
+        if m.payload:
+            items, scores = np.asarray(m.payload["items"]), np.asarray(m.payload["scores"])
+            assert items.dtype == np.int64 and items.ndim == 1
+            assert scores.dtype == np.float32 and scores.shape == items.shape
+            assert ((scores >= 0) & (scores <= 1)).all()
+            assert len(np.unique(items)) == len(items)
+    # Bytes per client per round: a few KB (12 bytes per (item, score) pair plus headers).
+    totals = trainer.ledger.totals(1)
+    per_client = totals["bytes_total"] / len(trainer.runtime.client_ids)
+    assert per_client < 10_000
+
+
+def test_upload_sampling_and_swapping(run):
+    cfg, trainer, *_ = run
+    n_checked = 0
+    for cid in trainer.runtime.client_ids:
+        st = trainer.runtime.states.get(cid)
+        if st is None or "last_upload" not in st:
+            continue
+        up = st["last_upload"]
+        n_pos_total = len(trainer.job.client_data[cid].train_items)
+        n_neg_total = len(torch.unique(st["negatives"]))
+        is_pos = up["is_pos"]
+        k_pos, k_neg = int(is_pos.sum()), int((~is_pos).sum())
+        lo, hi = cfg.beta_range
+        assert lo <= up["beta"] <= hi
+        lo, hi = cfg.gamma_range
+        assert lo <= up["gamma"] <= hi
+        assert k_pos == min(max(1, round(up["beta"] * n_pos_total)), n_pos_total)
+        assert k_neg == min(round(up["gamma"] * k_pos), n_neg_total)
+        # Uploaded items are trained items: positives from the client's own, negatives from its
+        # fixed negatives.
+        assert set(up["items"][is_pos].tolist()) <= set(trainer.job.client_data[cid]
+                                                        .train_items.tolist())
+        assert set(up["items"][~is_pos].tolist()) <= set(st["negatives"].tolist())
+        n_swap = min(round(cfg.swap_rate * k_pos), k_neg)
+        assert up["n_swap"] == n_swap
+        changed_pos = int((up["scores"][is_pos] != up["raw_scores"][is_pos]).sum())
+        assert changed_pos == n_swap
+        # The multiset of scores is unchanged: swapping only exchanges.
+        assert torch.equal(torch.sort(up["scores"]).values, torch.sort(up["raw_scores"]).values)
+        n_checked += n_swap > 0
+    assert n_checked > 50
+
+
+def test_swap_top_scores_unit():
+    local = torch.tensor([0, 0, 0, 0, 0, 1, 1, 1])
+    is_pos = torch.tensor([1, 1, 1, 0, 0, 1, 0, 0], dtype=torch.bool)
+    scores = torch.tensor([0.9, 0.8, 0.7, 0.3, 0.2, 0.6, 0.5, 0.1])
+    out = swap_top_scores(local, is_pos, scores, torch.tensor([2, 1]))
+    assert out.tolist() == pytest.approx([0.3, 0.2, 0.7, 0.9, 0.8, 0.5, 0.6, 0.1])
+
+
+def test_dispersal_excludes_uploads_and_sends_alpha_items(run):
+    cfg, trainer, tap, *_ = run
+    last_round = max(m.round for m in tap.messages)
+    disp = {m.receiver: m.payload for m in tap.messages
+            if m.step == "disperse" and m.round == last_round}
+    assert len(disp) == len(trainer.runtime.client_ids)
+    n_conf = round(cfg.mu * cfg.alpha)
+    counts = trainer.job.server.update_counts.numpy()
+    order = np.lexsort((np.arange(len(counts)), -counts))  # count desc, then item id
+    for cid, payload in list(disp.items())[:200]:
+        items = np.asarray(payload["items"])
+        up = trainer.runtime.states[cid]["last_upload"]["items"].numpy()
+        # alpha items, fewer only when the client uploaded nearly the whole catalogue
+        assert len(items) == min(cfg.alpha, trainer.job.server.num_items - len(up))
+        assert len(np.unique(items)) == len(items)
+        assert not np.isin(items, up).any()
+        # Confident half: the most-updated items the client did not upload.
+        expected = order[~np.isin(order, up)][:n_conf]
+        assert np.array_equal(items[: len(expected)], expected[: len(items)])
+    # What the client stored is what it was sent.
+    cid = next(iter(disp))
+    assert np.array_equal(trainer.runtime.states[cid]["soft_items"].numpy(), disp[cid]["items"])
+
+
+def test_server_recall_improves(run):
+    _, _, _, before, stats, after = run
+    assert after["Recall@20"] > before["Recall@20"] + 0.015
+    assert after["NDCG@20"] > before["NDCG@20"]
+    assert stats[-1]["server_loss"] < stats[0]["server_loss"]
+
+
+def test_top_guess_attack(run, undefended):
+    _, _, _, _, stats, _ = run
+    assert undefended["attack_f1"] > 0.9
+    defended = stats[-1]["attack_f1"]
+    assert defended < undefended["attack_f1"] - 0.2
+
+
+def test_client_randomness_is_cohort_independent(ml100k):
+    """A client's upload depends on (seed, round, client), not on who else is in its cohort."""
+    from fedrec.federation.runtime import InProcessRuntime
+
+    cfg = _cfg(rounds=1, local_epochs=1)
+    job = get_algorithm("ptf-fedrec").build_job(cfg, ml100k, torch.device("cpu"))
+    ids = sorted(job.client_data)[:6]
+    outs = []
+    for cohort in (ids[:3], ids[:1] + ids[3:]):
+        rt = InProcessRuntime(client_data={i: job.client_data[i] for i in ids},
+                              client_logic=PTFClient(cfg, ml100k.num_items), seed=0)
+        rt.begin_round(1)
+        outs.append(rt.broadcast("train", cohort, {}))
+    a, b = outs[0][ids[0]], outs[1][ids[0]]
+    assert torch.equal(torch.as_tensor(a["items"]), torch.as_tensor(b["items"]))
+    assert torch.allclose(torch.as_tensor(a["scores"]), torch.as_tensor(b["scores"]), atol=1e-5)

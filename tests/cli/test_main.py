@@ -1,0 +1,178 @@
+"""The ``fedrec`` command line, run as a real subprocess on the staged data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedrec.config import default_config_text
+
+
+def fedrec(*args: str, data_root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FEDREC_DATA": str(data_root), "PYTHONWARNINGS": "ignore"}
+    return subprocess.run(
+        [sys.executable, "-m", "fedrec.cli.main", *args],
+        capture_output=True, text=True, env=env, timeout=timeout,
+    )
+
+
+def assert_clean_error(res: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit status 2, no traceback, and the last stderr line is the one-line error."""
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert "Traceback" not in res.stderr and "Traceback" not in res.stdout
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert lines, "no error message"
+    last = lines[-1]
+    assert last.startswith("fedrec: error: "), res.stderr
+    assert sum(ln.startswith("fedrec: error:") for ln in lines) == 1
+    for fragment in fragments:
+        assert fragment in last, (fragment, last)
+    return last
+
+
+@pytest.fixture(scope="module")
+def ml100k_root(data_root: Path) -> Path:
+    if not (data_root / "ml-100k/u.data").is_file():
+        pytest.skip("staged ml-100k not available")
+    return data_root
+
+
+def _mirror_ml100k(data_root: Path, dest: Path) -> Path:
+    """A copy of the staged ml-100k (symlinks) whose files can be replaced one by one."""
+    src = data_root / "ml-100k"
+    for p in src.rglob("*"):
+        if p.is_file():
+            target = dest / "ml-100k" / p.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(p)
+    return dest
+
+
+BAD_INPUTS = {
+    "algorithm": (["run", "nope", "--dataset", "ml-100k"], ["unknown algorithm", "nope"]),
+    "dataset": (["run", "pmf", "--dataset", "no-such-data"], ["no-such-data"]),
+    "option": (["run", "pmf", "--dataset", "ml-100k", "--set", "colour=blue"], ["colour"]),
+    "lr": (["run", "pmf", "--dataset", "ml-100k", "--set", "lr=-1"], ["lr must be > 0"]),
+    "flag": (["run", "pmf", "--dataset", "ml-100k", "--bogus-flag"], ["--bogus-flag"]),  # argparse
+}
+
+
+@pytest.fixture(scope="module")
+def runs(ml100k_root: Path, corrupt_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Every command of this module, started a few at a time (most pay torch's import, ~2 s)."""
+    tmp = tmp_path_factory.mktemp("cli")
+    jobs: dict[str, tuple[tuple[str, ...], Path]] = {
+        "algorithms": (("algorithms",), ml100k_root),
+        "config": (("config", "show", "fcf"), ml100k_root),
+        "list": (("datasets", "list"), ml100k_root),
+        "info": (("datasets", "info", "ml-100k"), ml100k_root),
+        "verify": (("datasets", "verify", "ml-100k"), ml100k_root),
+        "verify-corrupt": (("datasets", "verify", "ml-100k"), corrupt_root),
+        "verify-corrupt-strict": (("datasets", "verify", "ml-100k", "--strict"), corrupt_root),
+        "run": (("run", "pmf", "--dataset", "ml-100k", "--set", "rounds=2", "--set", "dim=8",
+                 "--out", str(tmp / "run"), "--quiet", "--threads", "1"), ml100k_root),
+        "malformed": (("run", "pmf", "--dataset", "ml-100k", "--set", "rounds=1",
+                       "--out", str(tmp / "bad-malformed"), "--quiet"), corrupt_root),
+        # --data-dir wins over $FEDREC_DATA (which points nowhere here).
+        "malformed-data-dir": (("--data-dir", str(corrupt_root), "datasets", "info", "ml-100k"),
+                               tmp / "elsewhere"),
+    }
+    for name, (args, _) in BAD_INPUTS.items():
+        jobs[f"bad-{name}"] = ((*args, "--out", str(tmp / f"bad-{name}"), "--quiet"), ml100k_root)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {k: pool.submit(fedrec, *a, data_root=root) for k, (a, root) in jobs.items()}
+        results = {k: f.result() for k, f in futures.items()}
+    return results, tmp
+
+
+@pytest.fixture(scope="module")
+def corrupt_root(ml100k_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = _mirror_ml100k(ml100k_root, tmp_path_factory.mktemp("corrupt-data"))
+    lines = (ml100k_root / "ml-100k/u.data").read_text().splitlines(keepends=True)
+    lines[5] = "12\tabc\t3\t881250949\n"  # a non-numeric item id on line 6
+    target = root / "ml-100k/u.data"
+    target.unlink()
+    target.write_text("".join(lines))
+    return root
+
+
+def test_algorithms(runs) -> None:
+    res = runs[0]["algorithms"]
+    assert res.returncode == 0, res.stderr
+    names = [ln.split()[0] for ln in res.stdout.splitlines() if ln.strip()]
+    assert {"pmf", "fcf"} <= set(names)
+
+
+def test_config_show_prints_the_packaged_defaults(runs) -> None:
+    res = runs[0]["config"]
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == default_config_text("fcf")
+    assert yaml.safe_load(res.stdout)["rounds"] >= 1  # a file a user can copy and edit
+
+
+def _status(res: subprocess.CompletedProcess) -> dict[str, str]:
+    return {ln.split()[1]: ln.split()[2] for ln in res.stdout.splitlines() if ln.strip()}
+
+
+def test_datasets_list_info_verify(runs) -> None:
+    res = runs[0]["list"]
+    assert res.returncode == 0, res.stderr
+    listed = {ln.split()[0] for ln in res.stdout.splitlines() if ln.strip()}
+    assert {"ml-100k", "gowalla", "cora"} <= listed
+    res = runs[0]["info"]
+    assert res.returncode == 0, res.stderr
+    fields = dict(ln.split(None, 1) for ln in res.stdout.splitlines()[1:] if ln.strip())
+    assert res.stdout.splitlines()[0] == "ml-100k"
+    assert fields["num_users"].strip() == "943" and fields["num_items"].strip() == "1682"
+    assert fields["num_train"].strip() == "80000" and fields["num_test"].strip() == "20000"
+    res = runs[0]["verify"]
+    assert res.returncode == 0, res.stderr
+    status = _status(res)
+    assert status["u.data"] == "ok" and status["u1.test"] == "ok"
+
+
+def test_verify_reports_a_corrupted_file(runs) -> None:
+    res = runs[0]["verify-corrupt"]
+    assert res.returncode == 0  # a report, not an error...
+    status = _status(res)
+    assert status["u.data"] == "mismatch" and status["u.item"] == "ok"
+    assert runs[0]["verify-corrupt-strict"].returncode == 1  # ...unless --strict
+
+
+def test_run_pmf_writes_results_and_prints_a_summary(runs) -> None:
+    res, out = runs[0]["run"], runs[1] / "run"
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    summary = dict(ln.strip().split(None, 1) for ln in res.stdout.splitlines()
+                   if ln.strip().startswith(("rmse", "algorithm", "dataset", "rounds")))
+    assert summary["algorithm"] == "pmf" and summary["dataset"] == "ml-100k"
+    assert summary["rounds"] == "2"
+    rmse = float(summary["rmse"])
+    assert 0.8 < rmse < 1.5
+    assert "bytes total" in res.stdout and "wall time" in res.stdout
+    assert str(out / "results.json") in res.stdout
+    data = json.loads((out / "results.json").read_text())
+    assert data["status"] == "complete" and data["config"]["rounds"] == 2
+    assert data["config"]["dim"] == 8
+    assert round(data["final"]["rmse"], 4) == rmse
+    assert len(data["history"]) == 2
+    assert (out / "checkpoint.pt").is_file()
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_line_and_exit_2(runs, case: str) -> None:
+    assert_clean_error(runs[0][f"bad-{case}"], *BAD_INPUTS[case][1])
+    assert not (runs[1] / f"bad-{case}" / "results.json").exists()
+
+
+def test_malformed_data_file_is_one_line_and_exit_2(runs) -> None:
+    assert_clean_error(runs[0]["malformed"], "u.data", "line 6")
+    assert not (runs[1] / "bad-malformed" / "results.json").exists()
+    assert_clean_error(runs[0]["malformed-data-dir"], "line 6")

@@ -1,0 +1,163 @@
+"""THE privacy-boundary property, on real data: changing one client's data changes only that
+client's messages. Every other client's upload must be bit-identical, however the simulator
+batches the cohort (vectorised FCF) and whatever randomness (negative sampling) is involved."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.config import build_config
+from fedrec.data import InteractionDataset, Interactions, RatingDataset, partition_by_user
+from fedrec.federation import InProcessRuntime, encode, role_of
+
+pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
+
+
+def uploads(ds, cfg: FCFConfig, rnd: int = 1) -> tuple[dict[int, bytes], dict]:
+    """Run round ``rnd`` of FCF on ``ds``; every client->service message, as wire bytes."""
+    job = build_fcf_job(cfg, ds, torch.device("cpu"))
+    rt = InProcessRuntime(client_data=job.client_data, client_logic=job.client_logic,
+                          services=job.services, seed=cfg.seed, dropout=cfg.dropout)
+    seen: dict[int, bytes] = {}
+
+    def observe(msg) -> None:
+        if role_of(msg.sender) == "client":
+            assert msg.sender not in seen  # one upload per client per round
+            seen[msg.sender] = encode(msg.payload)
+
+    rt.observers.append(observe)
+    rt.begin_round(rnd)
+    job.server.run_round(rt, rnd)
+    return seen, job.client_data
+
+
+def with_user_rows(ds, user: int, items: np.ndarray, values: np.ndarray):
+    """``ds`` with ``user``'s training rows replaced (every other row untouched)."""
+    tr = ds.train
+    keep = tr.users != user
+    train = Interactions(
+        np.concatenate([tr.users[keep], np.full(len(items), user, dtype=tr.users.dtype)]),
+        np.concatenate([tr.items[keep], items.astype(tr.items.dtype)]),
+        np.concatenate([tr.values[keep], values.astype(tr.values.dtype)]),
+    )
+    return dataclasses.replace(ds, train=train)
+
+
+def assert_only_target_changed(ds, changed, cfg: FCFConfig, target: int) -> None:
+    for rnd in range(1, 21):  # with dropouts: a round in which the target takes part
+        before, clients_before = uploads(ds, cfg, rnd)
+        if target in before:
+            break
+    after, clients_after = uploads(changed, cfg, rnd)
+    assert target in before and target in after
+    assert set(before) == set(after)  # the same clients answered (dropouts are data-blind)
+    if cfg.dropout:
+        assert len(before) < len(clients_before)  # some did drop out
+    assert before[target] != after[target]
+    differing = sorted(u for u in before if before[u] != after[u])
+    assert differing == [target]
+    # The partition itself: every other client's data is the same.
+    for u, c in clients_before.items():
+        if u != target:
+            d = clients_after[u]
+            assert np.array_equal(c.train_items, d.train_items)
+            assert np.array_equal(c.train_values, d.train_values)
+
+
+def _heaviest_and_lightest(ds) -> tuple[int, int]:
+    counts = np.bincount(ds.train.users, minlength=ds.num_users)
+    active = np.flatnonzero(counts > 0)
+    return int(active[np.argmax(counts[active])]), int(active[np.argmin(counts[active])])
+
+
+@pytest.mark.parametrize("which", ["heaviest", "lightest"])
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_explicit_ratings_only_the_changed_client_differs(
+    ml100k: RatingDataset, which: str, dropout: float
+) -> None:
+    cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={"dim": 16, "dropout": dropout})
+    heavy, light = _heaviest_and_lightest(ml100k)
+    target = heavy if which == "heaviest" else light
+    rows = ml100k.train.users == target
+    # Same items, different ratings: the upload names the same rows but carries other gradients.
+    changed = with_user_rows(ml100k, target, ml100k.train.items[rows],
+                             6.0 - ml100k.train.values[rows])
+    assert_only_target_changed(ml100k, changed, cfg, target)
+
+
+def test_explicit_ratings_other_items(ml100k: RatingDataset) -> None:
+    cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={"dim": 16})
+    target = 42
+    rows = ml100k.train.users == target
+    # Half the rows dropped, and some items the user never rated added.
+    items = ml100k.train.items[rows][::2]
+    unrated = np.setdiff1d(np.arange(ml100k.num_items), ml100k.train.items[rows])[:7]
+    changed = with_user_rows(ml100k, target, np.concatenate([items, unrated]),
+                             np.concatenate([ml100k.train.values[rows][::2], np.full(7, 5.0)]))
+    assert_only_target_changed(ml100k, changed, cfg, target)
+
+
+def test_implicit_feedback_with_negative_sampling(gowalla_500: InteractionDataset) -> None:
+    ds = gowalla_500
+    cfg = build_config(FCFConfig, "fcf", "gowalla", overrides={"dim": 16})
+    counts = np.bincount(ds.train.users)
+    target = int(counts[:50].argmax())  # early in the cohort, with many rows
+    rows = ds.train.users == target
+    own = ds.train.items[rows]
+    # Other, and more, positives: the negatives sampled for this user (redrawn when they hit a
+    # positive) change with them, but nobody else's may, though every later row shifts.
+    others = np.setdiff1d(np.arange(ds.num_items), own)[: len(own) + 9]
+    changed = with_user_rows(ds, target, others, np.ones(len(others), np.float32))
+    assert_only_target_changed(ds, changed, cfg, target)
+
+
+def test_implicit_feedback_removing_a_client_entirely(gowalla_500: InteractionDataset) -> None:
+    """A client that leaves changes no one else's upload (its negatives were its own)."""
+    ds = gowalla_500
+    cfg = build_config(FCFConfig, "fcf", "gowalla", overrides={"dim": 16})
+    target = 7
+    keep = ds.train.users != target
+    without = dataclasses.replace(ds, train=ds.train.select(keep))
+    before, _ = uploads(ds, cfg)
+    after, _ = uploads(without, cfg)
+    assert target in before and target not in after
+    assert set(before) - {target} == set(after)
+    assert all(before[u] == after[u] for u in after)
+
+
+@pytest.mark.parametrize("name", ["ml100k", "gowalla_500"])
+def test_client_data_holds_only_its_own_rows(name: str, request: pytest.FixtureRequest) -> None:
+    ds = request.getfixturevalue(name)
+    clients = partition_by_user(ds)
+    assert sorted(clients) == ds.user_ids().tolist()
+    order = np.argsort(ds.train.users, kind="stable")
+    users, items, values = ds.train.users[order], ds.train.items[order], ds.train.values[order]
+    starts = np.searchsorted(users, np.arange(ds.num_users + 1))
+    t_order = np.argsort(ds.test.users, kind="stable")
+    t_users, t_items = ds.test.users[t_order], ds.test.items[t_order]
+    t_starts = np.searchsorted(t_users, np.arange(ds.num_users + 1))
+    total = 0
+    for u, c in clients.items():
+        assert c.user == u and c.num_items == ds.num_items
+        lo, hi = starts[u], starts[u + 1]
+        assert np.array_equal(c.train_items, items[lo:hi])  # exactly this user's rows, in order
+        assert np.array_equal(c.train_values, values[lo:hi])
+        assert np.array_equal(c.test_items, t_items[t_starts[u] : t_starts[u + 1]])
+        for arr in (c.train_items, c.train_values, c.test_items, c.test_values):
+            assert arr.base is None and not arr.flags.writeable  # a private copy, not a view
+        total += c.num_train
+    assert total == len(ds.train)  # nothing dropped, nothing duplicated
+    # The client object reaches nothing of the full dataset.
+    c = clients[int(ds.user_ids()[0])]
+    for arr in (c.train_items, c.train_values, c.test_items, c.test_values):
+        for full in (ds.train.items, ds.train.values, ds.test.items, ds.test.values):
+            assert not np.shares_memory(arr, full)
+    assert {f.name for f in dataclasses.fields(c)} == {
+        "user", "train_items", "train_values", "test_items", "test_values", "features",
+        "num_items",
+    }

@@ -1,0 +1,174 @@
+"""Configuration resolution: packaged YAML, per-dataset section, --config file, --set overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedrec.algorithms import ALGORITHMS
+from fedrec.algorithms.fcf import FCFConfig
+from fedrec.algorithms.pmf import PMFConfig
+from fedrec.config import build_config, default_config_text, parse_override, to_dict
+from fedrec.errors import ConfigError
+
+
+def _packaged(algorithm: str) -> dict:
+    return yaml.safe_load(default_config_text(algorithm))
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_has_packaged_defaults_that_validate(algorithm: str) -> None:
+    cls = ALGORITHMS[algorithm].config_cls
+    data = _packaged(algorithm)
+    per_dataset = data.pop("datasets", {}) or {}
+    cfg = build_config(cls, algorithm)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(data) <= fields  # the packaged file only names real options...
+    for key, value in data.items():
+        got = getattr(cfg, key)
+        got = list(got) if isinstance(got, tuple) else got  # YAML lists become tuples
+        assert got == value, key  # ...and every one of them is applied
+    for dataset in per_dataset:
+        build_config(cls, algorithm, dataset)  # every per-dataset section is valid too
+
+
+def test_defaults_come_from_the_packaged_yaml() -> None:
+    data = _packaged("fcf")
+    cfg = build_config(FCFConfig, "fcf", "ml-100k")  # no ml-100k section: plain defaults
+    assert isinstance(cfg, FCFConfig)
+    assert (cfg.rounds, cfg.dim, cfg.lr, cfg.lr_user, cfg.reg) == (
+        data["rounds"], data["dim"], data["lr"], data["lr_user"], data["reg"]
+    )
+    assert to_dict(cfg)["rounds"] == data["rounds"]
+
+
+def test_per_dataset_section_applies_only_to_that_dataset() -> None:
+    section = _packaged("pmf")["datasets"]["gowalla"]
+    base = build_config(PMFConfig, "pmf")
+    gow = build_config(PMFConfig, "pmf", "gowalla")
+    for key, value in section.items():
+        assert getattr(gow, key) == value
+    assert any(getattr(base, k) != v for k, v in section.items())  # the section changes things
+    assert build_config(PMFConfig, "pmf", "ml-100k") == base
+
+
+def test_config_file_layer_then_set_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "my.yaml"
+    path.write_text(
+        "# my experiment\nrounds: 7\ndim: 16\nlr: 0.02\n"
+        "datasets:\n  ml-100k: {dim: 12, reg: 0.5}\n  gowalla: {dim: 99}\n"
+    )
+    cfg = build_config(FCFConfig, "fcf", "ml-100k", path)
+    assert (cfg.rounds, cfg.dim, cfg.lr, cfg.reg) == (7, 12, 0.02, 0.5)
+    assert cfg.lr_user == _packaged("fcf")["lr_user"]  # untouched keys keep the defaults
+    # The user's top-level value beats the packaged per-dataset one (later layers win).
+    gow = build_config(FCFConfig, "fcf", "gowalla", path)
+    assert gow.dim == 99 and gow.lr == 0.02
+    path2 = tmp_path / "top.yaml"
+    path2.write_text("lr: 0.03\n")
+    assert build_config(FCFConfig, "fcf", "gowalla", path2).lr == 0.03
+    # --set beats everything.
+    cfg = build_config(FCFConfig, "fcf", "ml-100k", path, ["dim=3", "rounds=2"])
+    assert (cfg.rounds, cfg.dim, cfg.reg) == (2, 3, 0.5)
+    # A dict of overrides (the Python API) works the same way.
+    assert build_config(FCFConfig, "fcf", "ml-100k", path, {"dim": 4}).dim == 4
+    # An empty file is no layer at all.
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert build_config(FCFConfig, "fcf", None, empty) == build_config(FCFConfig, "fcf")
+
+
+def test_set_values_are_coerced_to_the_option_type() -> None:
+    cfg = build_config(FCFConfig, "fcf", overrides=[
+        "rounds=3", "lr=1e-3", "lr_user= 2", "dropout=0.25", "dim=8.0", "seed=42", "reg=0",
+    ])
+    assert cfg.rounds == 3 and type(cfg.rounds) is int
+    assert cfg.lr == 0.001 and type(cfg.lr) is float
+    assert cfg.lr_user == 2.0 and type(cfg.lr_user) is float
+    assert cfg.dim == 8 and type(cfg.dim) is int
+    assert cfg.dropout == 0.25 and cfg.seed == 42 and cfg.reg == 0.0
+    assert build_config(FCFConfig, "fcf", overrides=["lr=5E-4"]).lr == 0.0005
+    assert build_config(FCFConfig, "fcf", overrides=["lr=2.5e-2"]).lr == 0.025
+    assert parse_override("dim = 8") == ("dim", 8)
+    assert parse_override("note=a=b") == ("note", "a=b")  # only the first '=' splits
+
+
+def test_exponent_floats_in_a_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lr: 1e-3\nreg: 5e-5\n")
+    cfg = build_config(FCFConfig, "fcf", None, path)
+    assert (cfg.lr, cfg.reg) == (0.001, 5e-5)
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="learning_rate") as err:
+        build_config(FCFConfig, "fcf", overrides=["learning_rate=0.1"])
+    assert "lr" in str(err.value)  # and the valid names are listed
+    path = tmp_path / "c.yaml"
+    path.write_text("rounds: 3\nbatchsize: 10\n")
+    with pytest.raises(ConfigError, match="batchsize"):
+        build_config(FCFConfig, "fcf", None, path)
+    with pytest.raises(ConfigError, match="batch_size"):  # a PMF option is not an FCF option
+        build_config(FCFConfig, "fcf", overrides={"batch_size": 5})
+    path.write_text("datasets:\n  ml-100k: {dims: 3}\n")
+    with pytest.raises(ConfigError, match="dims"):
+        build_config(FCFConfig, "fcf", "ml-100k", path)
+
+
+@pytest.mark.parametrize("item, pattern", [
+    ("rounds=abc", "rounds must be an integer"),
+    ("rounds=2.5", "rounds must be an integer"),
+    ("rounds=true", "rounds must be an integer"),
+    ("dim=[1, 2]", "dim must be an integer"),
+    ("lr=fast", "lr must be a number"),
+    ("lr=true", "lr must be a number"),
+    ("lr=nan", "lr must be a number"),
+    ("lr=-1", "lr must be > 0"),
+    ("lr=0", "lr must be > 0"),
+    ("lr_user=0", "lr_user must be > 0"),
+    ("reg=-0.1", "reg must be >= 0"),
+    ("dropout=1.0", "dropout must be <= 0.99"),
+    ("dropout=-0.1", "dropout must be >= 0"),
+    ("rounds=0", "rounds must be >= 1"),
+    ("dim=0", "dim must be >= 1"),
+    ("local_steps=0", "local_steps must be >= 1"),
+    ("clients_per_round=-1", "clients_per_round must be >= 0"),
+    ("eval_every=0", "eval_every must be >= 1"),
+    ("topk=0", "topk must be >= 1"),
+])
+def test_wrong_type_or_out_of_range(item: str, pattern: str) -> None:
+    with pytest.raises(ConfigError, match=pattern):
+        build_config(FCFConfig, "fcf", overrides=[item])
+
+
+def test_pmf_specific_range() -> None:
+    with pytest.raises(ConfigError, match="batch_size"):
+        build_config(PMFConfig, "pmf", overrides=["batch_size=0"])
+
+
+def test_malformed_inputs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rounds: 3\ndim: [1, 2\nlr: 0.1\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml line \d+: not valid YAML") as err:
+        build_config(FCFConfig, "fcf", None, bad)
+    line = int(str(err.value).split("line ")[1].split(":")[0])
+    assert 2 <= line <= 4  # points at the broken flow sequence, not at line 1
+    tabs = tmp_path / "tabs.yaml"
+    tabs.write_text("rounds: 3\n\tdim: 4\n")
+    with pytest.raises(ConfigError, match="line 2"):
+        build_config(FCFConfig, "fcf", None, tabs)
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- rounds\n- 3\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        build_config(FCFConfig, "fcf", None, listing)
+    with pytest.raises(ConfigError, match="does not exist"):
+        build_config(FCFConfig, "fcf", None, tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="key=value"):
+        build_config(FCFConfig, "fcf", overrides=["rounds"])
+    with pytest.raises(ConfigError, match="YAML"):
+        build_config(FCFConfig, "fcf", overrides=["dim=[1"])
+    with pytest.raises(ConfigError, match="no default configuration"):
+        default_config_text("no-such-algorithm")
