@@ -3,8 +3,6 @@ not an algorithm): metering, routing, observers, rejection, dropouts, sampling, 
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 import torch
