@@ -9,6 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+from fedrec.algorithms import get_algorithm
+from fedrec.config import build_config, to_dict
+
 METRICS = ("rmse", "mae", "Recall@20", "NDCG@20")
 
 
@@ -27,7 +30,10 @@ def main() -> None:
             continue
         vals = [f"{r['final'][m]:.4f}" if m in r["final"] else "" for m in METRICS]
         tot = r["communication"]["totals"]
-        cmd = f"`fedrec run {r['algorithm']} --dataset {r['dataset']} --out {path.parent}`"
+        spec = get_algorithm(r["algorithm"])
+        defaults = to_dict(build_config(spec.config_cls, r["algorithm"], r["dataset"]))
+        sets = "".join(f" --set {k}={v}" for k, v in r["config"].items() if defaults.get(k) != v)
+        cmd = f"`fedrec run {r['algorithm']} --dataset {r['dataset']}{sets} --out {path.parent}`"
         cells = [r["algorithm"], r["dataset"], str(r["config"]["rounds"]), *vals,
                  mib(tot["bytes_up"]), mib(tot["bytes_down"]), f"{r['wall_time_s']:.0f}", cmd]
         print("| " + " | ".join(cells) + " |")

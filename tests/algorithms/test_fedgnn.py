@@ -49,25 +49,23 @@ def test_vectorised_grads_equal_single_client_reference(ds, kind) -> None:
     clients = rt.client_ids[:6]
     ctxs = ctxs_of(rt, clients)
     gen = torch.Generator().manual_seed(1)
-    for i, c in enumerate(ctxs):  # fake neighbour lists of different widths, some empty
-        k = c.data.num_train
-        c.state["nb"] = torch.randn(k, 3 + i % 3, 16, generator=gen)
-        c.state["nb_count"] = torch.randint(0, 4 + i % 3, (k,), generator=gen)
+    for i, c in enumerate(ctxs):  # fake neighbour means, some clients without neighbours
+        c.state["nb_mean"] = torch.randn(16, generator=gen) if i % 3 else None
+    srv.params["W_nb"] = torch.randn(16, 16, generator=gen) * 0.1  # make neighbours matter
     idx = np.arange(len(ctxs))
     t = client._pad(ctxs, idx, srv.items)
     f = client.f
-    gp, gu, gt, _ = gnn.cohort_grads(f, srv.params, t["e_u"], t["e_items"], t["nb"], t["mask"],
-                                     t["nb_mask"], t["ratings"])
+    gp, gu, gt, _ = gnn.cohort_grads(f, srv.params, t["e_u"], t["e_items"], t["nb_mean"],
+                                     t["mask"], t["ratings"])
     assert t["mask"].sum(1).unique().numel() > 1  # clients really have different sizes
     for r, c in enumerate(ctxs):
         k = c.data.num_train
-        n = c.state["nb"].shape[1]
+        nb_mean = c.state["nb_mean"] if c.state["nb_mean"] is not None else torch.zeros(16)
         p = {name: v.clone().requires_grad_(True) for name, v in srv.params.items()}
         e_u = c.state["e_u"].clone().requires_grad_(True)
         items = torch.from_numpy(c.data.train_items.astype(np.int64))
         e_it = srv.items[items].clone().requires_grad_(True)
-        nb_mask = torch.arange(n)[None, :] < c.state["nb_count"][:, None]
-        loss = f(p, e_u, e_it, c.state["nb"], torch.ones(k, dtype=torch.bool), nb_mask,
+        loss = f(p, e_u, e_it, nb_mean, torch.ones(k, dtype=torch.bool),
                  torch.from_numpy(c.data.train_values.astype(np.float32)))
         ref = torch.autograd.grad(loss, [*p.values(), e_u, e_it])
         for name, g in zip(p, ref, strict=False):
@@ -167,13 +165,17 @@ def test_expansion_privacy_boundaries(ds) -> None:
     # Neighbours are real: every received vector is the embedding of another user of that item.
     emb = {c: rt.states[c]["e_u"] for c in rt.client_ids}
     c = rt.client_ids[0]
-    st = rt.states[c]
-    assert st["nb"] is not None and int(st["nb_count"].max()) == 5
+    got = next(m.payload for m in to_clients if m.receiver == c and m.sender == THIRD_PARTY)
+    nb, counts = torch.as_tensor(got["embeddings"]), torch.as_tensor(got["counts"])
+    assert int(counts.max()) == 5
     raters = ds.train.users[ds.train.items == rt._client_data[c].train_items[0]]
-    for j in range(int(st["nb_count"][0])):
-        v = st["nb"][0, j]
-        who = [u for u in rt.client_ids if torch.equal(emb[u], v)]
+    for j in range(int(counts[0])):
+        who = [u for u in rt.client_ids if torch.equal(emb[u], nb[0, j])]
         assert who and who[0] != c and who[0] in raters
+    # The client keeps only what its model uses: the mean of the neighbours it received.
+    mask = (torch.arange(nb.shape[1])[None, :] < counts[:, None]).float()
+    expected = (mask[..., None] * nb).sum((0, 1)) / mask.sum()
+    torch.testing.assert_close(rt.states[c]["nb_mean"], expected)
 
 
 def test_training_reduces_rmse_and_privacy_report(ds) -> None:
@@ -222,8 +224,8 @@ def test_dense_layers_equal_pyg_layers(kind) -> None:
     e_nb = torch.randn(k, n, d, generator=gen)
     counts = torch.tensor([3, 0, 1, 2, 3])
     nb_mask = torch.arange(n)[None, :] < counts[:, None]
-    h_u, h_t = gnn.hidden_states(kind, p, e_u, e_t, torch.ones(k, dtype=torch.bool), e_nb,
-                                 nb_mask)
+    nb_mean = e_nb[nb_mask].mean(0)
+    h_u, h_t = gnn.hidden_states(kind, p, e_u, e_t, torch.ones(k, dtype=torch.bool), nb_mean)
     # The user-item graph as explicit nodes (user 0, items 1..k) for the PyG layer; the
     # neighbours enter the user state through the mean aggregator.
     x = torch.cat([e_u[None], e_t])
@@ -249,6 +251,5 @@ def test_dense_layers_equal_pyg_layers(kind) -> None:
             conv.rnn.bias_ih.copy_(p["b_ih"])
             conv.rnn.bias_hh.copy_(p["b_hh"])
         ref = conv(x, ei)
-    nb_mean = e_nb[nb_mask].mean(0)
     torch.testing.assert_close(h_u, ref[0] + nb_mean @ p["W_nb"], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(h_t, ref[1 : 1 + k], rtol=1e-4, atol=1e-5)

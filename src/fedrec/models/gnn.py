@@ -14,9 +14,11 @@ over neighbours per item instead; that makes a rated item's state depend on neig
 test item, for which the client has none, cannot.) A neighbour reached through several co-rated
 items appears once per item. The user-item edges go through the selected GNN layer; the
 user-neighbour edges through a mean aggregator with its own weight ``W_nb``, initialised at 0
-(relation-specific weights, as in R-GCN). Attaching the K*N neighbours to the same GAT layer
-as the items made the user state jump at expansion time (the neighbours took most of the
-attention) and cost 0.2-0.3 RMSE on ML-100K in our runs. Hidden states::
+(relation-specific weights, as in R-GCN), so that the expansion starts as a no-op instead of
+the K*N neighbours suddenly taking most of the user's attention. (Our runs of the variants
+that attach neighbours to the items or to the user inside the same GAT layer were spoiled by a
+since-fixed divergence of the user step, so they do not settle which variant is better.)
+Hidden states::
 
     z = x W                                            (all nodes, W: d x d)
     GAT:  h_i = sum_{j in N(i) + i} a_ij z_j + b,
@@ -45,7 +47,8 @@ shared GNN weights, of its own user embedding and of its own item rows in one ba
 PyG's ``GATConv``/``GCNConv``/``GatedGraphConv`` are not used here: they take a variable-size
 ``edge_index`` and scatter ops, which neither batch per client under ``vmap`` nor mask padded
 nodes (GATConv takes no edge weights); the dense layers compute the same functions on this
-graph (a test checks the GCN and GAT layers against PyG's on one client graph).
+graph (``tests/algorithms/test_fedgnn.py`` checks all three against PyG's layers on one
+client's user-item graph, with weights copied over).
 """
 
 from __future__ import annotations
@@ -139,14 +142,15 @@ def _ggnn(p: Params, x_self: torch.Tensor, x_ctx: torch.Tensor, mask: torch.Tens
 
 def hidden_states(
     kind: str, p: Params, e_u: torch.Tensor, e_items: torch.Tensor, item_mask: torch.Tensor,
-    e_nb: torch.Tensor, nb_mask: torch.Tensor,
+    nb_mean: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(h_u (d,), h_items (K, d))`` of one client's padded subgraph (see module docstring).
 
-    ``e_items`` (K, d), ``item_mask`` (K,) bool, ``e_nb`` (K, N, d), ``nb_mask`` (K, N) bool
-    (``N`` may be 0: no neighbours).
+    ``e_items`` (K, d), ``item_mask`` (K,) bool, ``nb_mean`` (d,): the mean of the client's
+    neighbour embeddings (zeros before expansion or without neighbours). Neighbours are fixed
+    and enter only through this mean, so a client keeps the mean, not the K x N x d list.
     """
-    k, n, d = e_nb.shape
+    k, d = e_items.shape
     ctx_t = e_u.expand(k, 1, d)  # an item's context: the user
     mask_t = torch.ones(k, 1, dtype=torch.bool, device=e_items.device)
     if kind == "gat":
@@ -158,20 +162,16 @@ def hidden_states(
         h_t = _gcn(p, e_items, ctx_t, mask_t, two, deg_u.expand(k, 1))
     else:
         h_u, h_t = _ggnn(p, e_u, e_items, item_mask), _ggnn(p, e_items, ctx_t, mask_t)
-    if n > 0:  # neighbour users: mean aggregator with its own weight into the user state
-        m = (nb_mask & item_mask[:, None]).to(e_u.dtype)
-        agg = (m[..., None] * e_nb).sum((0, 1)) / m.sum().clamp(min=1.0)
-        h_u = h_u + agg @ p["W_nb"]
-    return h_u, h_t
+    # Neighbour users: mean aggregator with its own weight into the user state.
+    return h_u + nb_mean @ p["W_nb"], h_t
 
 
 def client_loss(
     kind: str, loss: str, reduction: str, mu: float, p: Params, e_u: torch.Tensor,
-    e_items: torch.Tensor, e_nb: torch.Tensor, item_mask: torch.Tensor, nb_mask: torch.Tensor,
-    ratings: torch.Tensor,
+    e_items: torch.Tensor, nb_mean: torch.Tensor, item_mask: torch.Tensor, ratings: torch.Tensor,
 ) -> torch.Tensor:
     """One client's loss over its own (unpadded) ratings."""
-    h_u, h_t = hidden_states(kind, p, e_u, e_items, item_mask, e_nb, nb_mask)
+    h_u, h_t = hidden_states(kind, p, e_u, e_items, item_mask, nb_mean)
     err = mu + p["c"] + h_t @ h_u - ratings
     per = err.square() if loss == "mse" else err.abs()
     fm = item_mask.to(per.dtype)
@@ -180,56 +180,52 @@ def client_loss(
 
 
 def loss_fn(kind: str, loss: str, reduction: str, mu: float) -> Callable[..., torch.Tensor]:
-    """``f(params, e_u, e_items, e_nb, item_mask, nb_mask, ratings)`` for one client."""
+    """``f(params, e_u, e_items, nb_mean, item_mask, ratings)`` for one client."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; use mse or mae")
 
-    def f(p, e_u, e_items, e_nb, item_mask, nb_mask, ratings):
-        return client_loss(kind, loss, reduction, mu, p, e_u, e_items, e_nb, item_mask, nb_mask,
-                           ratings)
+    def f(p, e_u, e_items, nb_mean, item_mask, ratings):
+        return client_loss(kind, loss, reduction, mu, p, e_u, e_items, nb_mean, item_mask, ratings)
 
     return f
 
 
 def cohort_grads(
     f: Callable[..., torch.Tensor], p: Params, e_u: torch.Tensor, e_items: torch.Tensor,
-    e_nb: torch.Tensor, item_mask: torch.Tensor, nb_mask: torch.Tensor, ratings: torch.Tensor,
+    nb_mean: torch.Tensor, item_mask: torch.Tensor, ratings: torch.Tensor,
 ) -> tuple[Params, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-client gradients of a padded cohort chunk (leading dim B on every data tensor).
 
     Returns ``(grad params, each (B, ...)), grad e_u (B, d), grad e_items (B, K, d), loss (B,)``.
     """
 
-    def f_with_loss(p, e_u, e_items, e_nb, item_mask, nb_mask, ratings):
-        val = f(p, e_u, e_items, e_nb, item_mask, nb_mask, ratings)
+    def f_with_loss(p, e_u, e_items, nb_mean, item_mask, ratings):
+        val = f(p, e_u, e_items, nb_mean, item_mask, ratings)
         return val, val.detach()
 
-    g = vmap(grad(f_with_loss, argnums=(0, 1, 2), has_aux=True),
-             in_dims=(None, 0, 0, 0, 0, 0, 0))
-    (gp, gu, gt), val = g(p, e_u, e_items, e_nb, item_mask, nb_mask, ratings)
+    g = vmap(grad(f_with_loss, argnums=(0, 1, 2), has_aux=True), in_dims=(None, 0, 0, 0, 0, 0))
+    (gp, gu, gt), val = g(p, e_u, e_items, nb_mean, item_mask, ratings)
     return gp, gu, gt, val
 
 
 def cohort_user_grads(
     f: Callable[..., torch.Tensor], p: Params, e_u: torch.Tensor, e_items: torch.Tensor,
-    e_nb: torch.Tensor, item_mask: torch.Tensor, nb_mask: torch.Tensor, ratings: torch.Tensor,
+    nb_mean: torch.Tensor, item_mask: torch.Tensor, ratings: torch.Tensor,
 ) -> torch.Tensor:
     """Per-client gradients w.r.t. the user embeddings only (B, d): the cheap local steps."""
-    g = vmap(grad(f, argnums=1), in_dims=(None, 0, 0, 0, 0, 0, 0))
-    return g(p, e_u, e_items, e_nb, item_mask, nb_mask, ratings)
+    g = vmap(grad(f, argnums=1), in_dims=(None, 0, 0, 0, 0, 0))
+    return g(p, e_u, e_items, nb_mean, item_mask, ratings)
 
 
 def predict_test(
     kind: str, mu: float, p: Params, e_u: torch.Tensor, e_items: torch.Tensor,
-    item_mask: torch.Tensor, e_nb: torch.Tensor, nb_mask: torch.Tensor, e_test: torch.Tensor,
+    item_mask: torch.Tensor, nb_mean: torch.Tensor, e_test: torch.Tensor,
 ) -> torch.Tensor:
     """Predicted ratings (T,) of one client for test items ``e_test`` (T, d) (module docstring)."""
-    h_u, _ = hidden_states(kind, p, e_u, e_items, item_mask, e_nb, nb_mask)
+    h_u, _ = hidden_states(kind, p, e_u, e_items, item_mask, nb_mean)
     t = e_test.shape[0]
-    empty_e = e_test.new_zeros(t, 0, e_test.shape[-1])
-    empty_m = torch.zeros(t, 0, dtype=torch.bool, device=e_test.device)
-    _, h_test = hidden_states(kind, p, e_u, e_test, torch.ones(t, dtype=torch.bool,
-                              device=e_test.device), empty_e, empty_m)
+    all_t = torch.ones(t, dtype=torch.bool, device=e_test.device)
+    _, h_test = hidden_states(kind, p, e_u, e_test, all_t, nb_mean)
     return mu + p["c"] + h_test @ h_u
 
 

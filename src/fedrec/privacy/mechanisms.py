@@ -57,10 +57,12 @@ def _noise_like(x: torch.Tensor, generator: torch.Generator | None, kind: str) -
     device = generator.device if generator is not None else x.device
     if kind == "gaussian":
         noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=device)
-    else:  # Laplace(0, 1) is the difference of two independent Exp(1) variables.
-        e1 = torch.empty(x.shape, dtype=x.dtype, device=device).exponential_(generator=generator)
-        e2 = torch.empty(x.shape, dtype=x.dtype, device=device).exponential_(generator=generator)
-        noise = e1 - e2
+    else:
+        # Laplace(0, 1) by inverse CDF of one uniform per coordinate (a few times faster than
+        # the difference of two exponentials), in float64; u = -0.5 would give an infinite draw.
+        u = torch.rand(x.shape, generator=generator, dtype=torch.float64, device=device) - 0.5
+        mag = (2.0 * u.abs()).clamp(max=1.0 - 2.0**-52)
+        noise = (-torch.sign(u) * torch.log1p(-mag)).to(x.dtype)
     return noise.to(x.device)
 
 
