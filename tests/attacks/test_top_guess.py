@@ -19,7 +19,7 @@ def test_top_guess_picks_highest_scores():
 
 
 def test_attack_scores_against_uploaded_positives():
-    attack = TopGuessAttack({0: np.array([1, 2, 3]), 1: np.array([4])})
+    attack = TopGuessAttack({0: np.array([1, 2, 3]), 1: np.array([4])}, truth="uploaded")
     attack(_upload(0, [1, 2, 9, 10], [0.9, 0.8, 0.1, 0.2]))  # k=2 true: perfect
     attack(_upload(1, [4, 11, 12], [0.1, 0.9, 0.2]))  # k=1: wrong guess
     attack(Message(SERVER, 0, "train", 1, {"items": np.array([1]), "scores": np.array([1.0])}))
@@ -30,3 +30,16 @@ def test_attack_scores_against_uploaded_positives():
     ratio(_upload(0, [1, 2, 9, 10], [0.9, 0.8, 0.1, 0.2]))  # k = 4 / 2 = 2
     assert ratio.summary()["attack_f1"] == pytest.approx(1.0)
     assert attack.summary(round=2) == {}
+
+
+def test_attack_scored_against_all_interactions_by_default():
+    # Client 0 has 4 positives but uploads 2 of them (sampling): a perfect guess of the
+    # uploaded ones still recovers only half of its interaction set.
+    attack = TopGuessAttack({0: np.array([1, 2, 3, 4])})
+    attack(_upload(0, [1, 2, 9, 10], [0.9, 0.8, 0.1, 0.2]))  # k = 2 uploaded positives
+    s = attack.summary()
+    assert s["attack_precision"] == pytest.approx(1.0)
+    assert s["attack_recall"] == pytest.approx(0.5)
+    assert s["attack_f1"] == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="truth"):
+        TopGuessAttack({}, truth="everything")

@@ -114,6 +114,9 @@ class FedGNNConfig(RunConfig):
     expand_after: int = 2
     trainable_neighbours: bool = False
     init_std: float = 0.1
+    bias: bool = False      # user + item rating biases (extra last column of the rows)
+    item_avg: str = "cohort"  # cohort: item rows / |S| (FedAvg) | uploaders: / clients uploading it
+    lr_decay: float = 1.0   # server lr multiplied by this every epoch
     dp_delta: float = 1e-5
     chunk_slots: int = 400_000
 
@@ -135,6 +138,8 @@ class FedGNNConfig(RunConfig):
         check_range("expand_after", self.expand_after, 0)
         check_range("init_std", self.init_std, 0.0, low_open=True)
         check_range("dp_delta", self.dp_delta, 0.0, 0.5)
+        check_choice("item_avg", self.item_avg, ("cohort", "uploaders"))
+        check_range("lr_decay", self.lr_decay, 0.0, low_open=True)
         check_range("chunk_slots", self.chunk_slots, 1)
 
 
@@ -177,8 +182,10 @@ class FedGNNClient(PartyLogic):
 
     def init_state(self, party: int, data: Any) -> dict[str, Any]:
         gen = torch_generator(self.cfg.seed, "init-user", party)
-        return {"e_u": torch.randn(self.cfg.dim, generator=gen) * self.cfg.init_std,
-                "nb_mean": None}
+        e_u = torch.randn(self.cfg.dim, generator=gen) * self.cfg.init_std
+        if self.cfg.bias:
+            e_u = torch.cat([e_u, torch.zeros(1)])
+        return {"e_u": e_u, "nb_mean": None}
 
     def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Any:
         return self.handle_cohort(step, [ctx], [payload])[0]
@@ -201,7 +208,8 @@ class FedGNNClient(PartyLogic):
     def _send_tokens(self, ctx: PartyContext, payload: Payload) -> Routed:
         data: ClientData = ctx.data
         tokens = ItemTokenizer(bytes(payload["key"])).tokens(data.train_items.astype(np.int64))
-        return Routed({THIRD_PARTY: {"tokens": tokens, "embedding": ctx.state["e_u"].clone()}})
+        return Routed({THIRD_PARTY: {"tokens": tokens, "embedding":
+                                    ctx.state["e_u"][: self.cfg.dim].clone()}})
 
     def _install(self, ctx: PartyContext) -> None:
         for msg in ctx.inbox:
@@ -391,6 +399,8 @@ class FedGNNServer(ServerLogic):
         self.cfg = cfg
         gen = torch_generator(cfg.seed, "init-items")
         self.items = torch.randn(num_items, cfg.dim, generator=gen) * cfg.init_std
+        if cfg.bias:  # item biases in the last column, starting at 0
+            self.items = torch.cat([self.items, torch.zeros(num_items, 1)], 1)
         self.params = gnn.init_params(cfg.gnn, cfg.dim, torch_generator(cfg.seed, "init-gnn"))
         self.num_clients = num_clients
         per_round = cfg.clients_per_round or num_clients
@@ -440,19 +450,25 @@ class FedGNNServer(ServerLogic):
             raise ProtocolError(f"round {rnd}: no client update arrived")
         g_items = torch.zeros_like(self.items)
         g_model = torch.zeros_like(gnn.flatten(self.params))
+        uploads = torch.zeros(len(self.items))
         for r in replies.values():
             ids = torch.as_tensor(r["items"]).long()
             g_items.index_add_(0, ids, torch.as_tensor(r["grad_items"]).float())
             g_model += torch.as_tensor(r["grad_model"]).float()
             self.max_upload_dim = max(self.max_upload_dim, g_model.numel() + ids.numel()
-                                      * self.cfg.dim)
+                                      * self.items.shape[1])
+            uploads.index_add_(0, ids, torch.ones(len(ids)))
         for c in replies:
             self.participation[int(c)] = self.participation.get(int(c), 0) + 1
         if self.cfg.laplace > 0 and self.cfg.clip > 0:
             self.accountant.record(ldp_mechanism(self.cfg))
         s = len(replies)
-        self.items -= self.cfg.lr * g_items / s
-        flat = gnn.flatten(self.params) - self.cfg.lr * g_model / s
+        lr = self.cfg.lr * self.cfg.lr_decay ** ((rnd - 1) // self.rounds_per_epoch)
+        if self.cfg.item_avg == "uploaders":
+            self.items -= lr * g_items / uploads.clamp(min=1.0)[:, None]
+        else:
+            self.items -= lr * g_items / s
+        flat = gnn.flatten(self.params) - lr * g_model / s
         self.params = gnn.unflatten(flat, self.params)
         stats.update(clients=float(s),
                      train_loss=float(np.mean([r["loss"] for r in replies.values()])))

@@ -117,6 +117,7 @@ class PTFFedRecConfig(RunConfig):
     ldp_scale: float = 0.1
     attack: bool = True
     attack_k: str = "ratio"
+    attack_truth: str = "interactions"
     eval_clients: bool = True
     topk: int = 20
 
@@ -127,6 +128,7 @@ class PTFFedRecConfig(RunConfig):
         check_choice("server_model", self.server_model, ("ngcf", "lightgcn"))
         check_choice("defense", self.defense, DEFENSES)
         check_choice("attack_k", self.attack_k, ("ratio", "oracle"))
+        check_choice("attack_truth", self.attack_truth, ("interactions", "uploaded"))
         for name in ("server_dim", "server_batch", "server_epochs", "client_dim", "client_batch",
                      "local_epochs", "num_negatives", "topk"):
             check_range(name, getattr(self, name), 1)
@@ -654,7 +656,7 @@ def build_ptf_fedrec_job(cfg: PTFFedRecConfig, dataset: Dataset,
     if cfg.attack:
         ratio = float(cfg.num_negatives) if cfg.attack_k == "ratio" else None
         attack = TopGuessAttack({u: c.train_items for u, c in clients.items()},
-                                assumed_ratio=ratio)
+                                assumed_ratio=ratio, truth=cfg.attack_truth)
     server = PTFServer(cfg, ds.num_users, ds.num_items,
                        ds.train.to_csr(ds.num_users, ds.num_items),
                        ds.test.to_csr(ds.num_users, ds.num_items), attack)

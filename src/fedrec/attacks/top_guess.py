@@ -6,8 +6,14 @@ the client was trained to score its positives higher, the server guesses that th
 scores are the positives. Following the paper's threat model, the attacker is granted ``k``: the
 number of positives among the uploaded items (the paper assumes the negative-sampling ratio is
 known; with ``assumed_ratio`` set, ``k = round(n_uploaded / (1 + assumed_ratio))`` is used
-instead). Each upload is scored with set precision / recall / F1 against the true uploaded
-positives, and the means over uploads are reported (macro average).
+instead). Each upload is scored with set precision / recall / F1 against ``truth``:
+
+* ``"interactions"`` (default, the paper's goal "infer the client's interaction set"): all the
+  client's positives, uploaded or not -- so uploading only a share ``beta`` of them (sampling)
+  caps the attack's recall at about ``beta``;
+* ``"uploaded"``: only the positives present in the upload (how well the order leaks labels).
+
+The means over uploads are reported (macro average).
 
 :class:`TopGuessAttack` is a runtime observer (``runtime.observers.append(attack)``): it only
 reads the messages the server receives. The ground truth (each client's positives) is given to it
@@ -35,10 +41,13 @@ class TopGuessAttack:
     """Observer recording each upload of ``step`` and scoring the top-guess attack on it."""
 
     def __init__(self, positives: Mapping[int, np.ndarray], step: str = "train",
-                 assumed_ratio: float | None = None) -> None:
+                 assumed_ratio: float | None = None, truth: str = "interactions") -> None:
+        if truth not in ("interactions", "uploaded"):
+            raise ValueError(f"truth must be 'interactions' or 'uploaded', got {truth!r}")
         self.positives = {int(u): np.asarray(p) for u, p in positives.items()}
         self.step = step
         self.assumed_ratio = assumed_ratio
+        self.truth = truth
         self.records: list[dict[str, float]] = []
 
     def __call__(self, msg: Message) -> None:
@@ -49,11 +58,13 @@ class TopGuessAttack:
             return
         items = np.asarray(payload["items"]).astype(np.int64)
         scores = np.asarray(payload["scores"])
-        truth = np.intersect1d(items, self.positives.get(msg.sender, np.empty(0, np.int64)))
+        own = self.positives.get(msg.sender, np.empty(0, np.int64))
+        uploaded = np.intersect1d(items, own)
+        truth = own if self.truth == "interactions" else uploaded
         if len(truth) == 0 or len(items) == 0:
             return
         if self.assumed_ratio is None:
-            k = len(truth)
+            k = len(uploaded)
         else:
             k = round(len(items) / (1.0 + self.assumed_ratio))
         prf = set_precision_recall_f1(top_guess(items, scores, k), truth)

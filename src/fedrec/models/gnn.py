@@ -32,7 +32,12 @@ Hidden states::
 Rating predictor (dot product; ``mu`` is the public midpoint of the rating scale, ``c`` a
 learned scalar of the model)::
 
-    y_hat(u, t_k) = mu + c + h_u . h_{t_k}
+    y_hat(u, t_k) = mu + c + b_u + b_{t_k} + h_u . h_{t_k}
+
+``b_u``/``b_t`` (optional, config ``bias``): a user bias kept on the device and an item bias
+kept in the server's item table, each as an extra last column of the embedding row (so the
+item bias gradient is uploaded with the item row, under the same clipping, noise and pseudo
+items); without them the rows have width ``d`` and the biases are 0.
 
 Loss over the client's own ratings: MSE ``(1/K) sum_k (y_hat - y)^2`` (default) or MAE
 ``(1/K) sum_k |y_hat - y|``; ``reduction="sum"`` drops the ``1/K``.
@@ -166,13 +171,24 @@ def hidden_states(
     return h_u + nb_mean @ p["W_nb"], h_t
 
 
+def split_bias(p: Params, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(embedding, bias)`` of a row: rows of width ``d + 1`` carry a bias in their last
+    column (user bias on the device, item bias in the server's table); width ``d``: bias 0."""
+    d = p["W"].shape[0]
+    if e.shape[-1] > d:
+        return e[..., :d], e[..., d]
+    return e, torch.zeros(e.shape[:-1], dtype=e.dtype, device=e.device)
+
+
 def client_loss(
     kind: str, loss: str, reduction: str, mu: float, p: Params, e_u: torch.Tensor,
     e_items: torch.Tensor, nb_mean: torch.Tensor, item_mask: torch.Tensor, ratings: torch.Tensor,
 ) -> torch.Tensor:
     """One client's loss over its own (unpadded) ratings."""
+    e_u, b_u = split_bias(p, e_u)
+    e_items, b_t = split_bias(p, e_items)
     h_u, h_t = hidden_states(kind, p, e_u, e_items, item_mask, nb_mean)
-    err = mu + p["c"] + h_t @ h_u - ratings
+    err = mu + p["c"] + b_u + b_t + h_t @ h_u - ratings
     per = err.square() if loss == "mse" else err.abs()
     fm = item_mask.to(per.dtype)
     total = (per * fm).sum()
@@ -222,11 +238,14 @@ def predict_test(
     item_mask: torch.Tensor, nb_mean: torch.Tensor, e_test: torch.Tensor,
 ) -> torch.Tensor:
     """Predicted ratings (T,) of one client for test items ``e_test`` (T, d) (module docstring)."""
+    e_u, b_u = split_bias(p, e_u)
+    e_items, _ = split_bias(p, e_items)
+    e_test, b_test = split_bias(p, e_test)
     h_u, _ = hidden_states(kind, p, e_u, e_items, item_mask, nb_mean)
     t = e_test.shape[0]
     all_t = torch.ones(t, dtype=torch.bool, device=e_test.device)
     _, h_test = hidden_states(kind, p, e_u, e_test, all_t, nb_mean)
-    return mu + p["c"] + h_test @ h_u
+    return mu + p["c"] + b_u + b_test + h_test @ h_u
 
 
 def cohort_predict(kind: str, mu: float, p: Params, *batched: torch.Tensor) -> torch.Tensor:
