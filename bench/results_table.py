@@ -31,7 +31,9 @@ def main() -> None:
         vals = [f"{r['final'][m]:.4f}" if m in r["final"] else "" for m in METRICS]
         tot = r["communication"]["totals"]
         spec = get_algorithm(r["algorithm"])
-        defaults = to_dict(build_config(spec.config_cls, r["algorithm"], r["dataset"]))
+        # Through JSON, as results.json was written (tuples become lists).
+        defaults = json.loads(json.dumps(
+            to_dict(build_config(spec.config_cls, r["algorithm"], r["dataset"]))))
         sets = "".join(f" --set {k}={v}" for k, v in r["config"].items() if defaults.get(k) != v)
         cmd = f"`fedrec run {r['algorithm']} --dataset {r['dataset']}{sets} --out {path.parent}`"
         cells = [r["algorithm"], r["dataset"], str(r["config"]["rounds"]), *vals,

@@ -253,3 +253,44 @@ def test_dense_layers_equal_pyg_layers(kind) -> None:
         ref = conv(x, ei)
     torch.testing.assert_close(h_u, ref[0] + nb_mean @ p["W_nb"], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(h_t, ref[1 : 1 + k], rtol=1e-4, atol=1e-5)
+
+
+def test_bias_columns_uploaders_average_and_lr_decay(ds) -> None:
+    """``bias``: rows get a last bias column (uploaded under the same clip/noise, pseudo rows
+    included); ``item_avg=uploaders`` divides each item row by its number of uploaders;
+    ``lr_decay`` scales the server lr once per epoch."""
+    replies, rt = _train_replies(ds, [5, 6], pseudo_items=50, bias=True)
+    for r in replies.values():
+        assert r["grad_items"].shape[1] == 17
+        assert r["grad_items"].abs().max() <= 0.1 + 5.0  # clipped, then noised
+    _, rt, srv = make(ds, bias=True, pseudo_items=0, laplace=0.0, clip=0.0, lr=1.0,
+                       item_avg="uploaders", lr_decay=0.5, clients_per_round=943)
+    assert srv.items.shape[1] == 17 and torch.all(srv.items[:, -1] == 0)
+    ctx = ctxs_of(rt, [1])[0]
+    assert ctx.state["e_u"].shape == (17,) and ctx.state["e_u"][-1] == 0
+    # The bias columns enter the prediction: mu + c + b_u + b_t + h_u . h_t.
+    p = srv.params
+    e_u = torch.randn(17)
+    e_t = torch.randn(3, 17)
+    pred = gnn.predict_test("gat", 3.0, p, e_u, e_t, torch.ones(3, dtype=torch.bool),
+                            torch.zeros(16), e_t)
+    base = gnn.predict_test("gat", 3.0, p, e_u[:16], e_t[:, :16], torch.ones(3, dtype=torch.bool),
+                            torch.zeros(16), e_t[:, :16])
+    torch.testing.assert_close(pred, base + e_u[16] + e_t[:, 16])
+    before = srv.items.clone()
+    rt.begin_round(1)
+    replies = rt.broadcast("train", rt.client_ids, srv._broadcast())
+    g = torch.zeros_like(before)
+    n = torch.zeros(len(before))
+    for r in replies.values():
+        g.index_add_(0, r["items"].long(), r["grad_items"])
+        n.index_add_(0, r["items"].long(), torch.ones(len(r["items"])))
+    expected = before - g / n.clamp(min=1.0)[:, None]
+    _, rt2, srv2 = make(ds, bias=True, pseudo_items=0, laplace=0.0, clip=0.0, lr=1.0,
+                              item_avg="uploaders", lr_decay=0.5, clients_per_round=943)
+    srv2.run_round(rt2, 1)
+    torch.testing.assert_close(srv2.items, expected, rtol=1e-4, atol=1e-5)
+    assert srv2.rounds_per_epoch == 1
+    start = srv2.items.clone()
+    srv2.run_round(rt2, 2)  # epoch 1: lr halved
+    assert not torch.allclose(srv2.items, start)
