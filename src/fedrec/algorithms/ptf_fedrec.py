@@ -64,7 +64,8 @@ train + test rows are re-split per user (``test_fraction``, seed ``split_seed``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,7 @@ from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import counter_uniform, derive_seed, numpy_rng, torch_generator
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime
-from fedrec.metrics.ranking import evaluate_topk, per_user_topk_metrics
+from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 
@@ -463,7 +464,7 @@ class PTFServer(ServerLogic):
     """Holds the hidden graph model; learns from uploaded scores; disperses soft labels."""
 
     def __init__(self, cfg: PTFFedRecConfig, num_users: int, num_items: int,
-                 train_csr: Any, test_csr: Any,
+                 score_oracle: Callable[[ScoreFn], dict[str, float]],
                  attack: TopGuessAttack | None = None) -> None:
         self.cfg = cfg
         self.num_users, self.num_items = num_users, num_items
@@ -477,7 +478,10 @@ class PTFServer(ServerLogic):
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.server_lr)
         self.update_counts = torch.zeros(num_items, dtype=torch.int64)
         self.uploads: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.train_csr, self.test_csr = train_csr, test_csr  # evaluation instrument only
+        # The experimenter's instrument for the hidden model's full-ranking quality: it holds
+        # the held-out interactions, the server only hands it a scoring function; no protocol
+        # step reads it.
+        self.score_oracle = score_oracle
         self.attack = attack
         self._observing: set[int] = set()
 
@@ -585,8 +589,7 @@ class PTFServer(ServerLogic):
     def evaluate(self, rt: Runtime) -> dict[str, float]:
         cfg = self.cfg
         u_emb, i_emb = self._embeddings()
-        out = evaluate_topk(lambda users: u_emb[users] @ i_emb.T, self.train_csr, self.test_csr,
-                            ks=(cfg.topk,))
+        out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T)
         if cfg.eval_clients:
             replies = rt.broadcast("evaluate", rt.client_ids, {})
             client = reduce_client_metrics(replies.values(), explicit=False)
@@ -657,9 +660,10 @@ def build_ptf_fedrec_job(cfg: PTFFedRecConfig, dataset: Dataset,
         ratio = float(cfg.num_negatives) if cfg.attack_k == "ratio" else None
         attack = TopGuessAttack({u: c.train_items for u, c in clients.items()},
                                 assumed_ratio=ratio, truth=cfg.attack_truth)
-    server = PTFServer(cfg, ds.num_users, ds.num_items,
-                       ds.train.to_csr(ds.num_users, ds.num_items),
-                       ds.test.to_csr(ds.num_users, ds.num_items), attack)
+    shape = (ds.num_users, ds.num_items)
+    oracle = functools.partial(evaluate_topk, train_csr=ds.train.to_csr(*shape),
+                               test_csr=ds.test.to_csr(*shape), ks=(cfg.topk,))
+    server = PTFServer(cfg, ds.num_users, ds.num_items, oracle, attack)
     return FederatedJob(server=server, client_logic=PTFClient(cfg, ds.num_items),
                         client_data=clients)
 
