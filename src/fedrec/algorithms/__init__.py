@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
+from fedrec.algorithms.fedavg_ncf import FedAvgNCFConfig, build_fedavg_ncf, build_fedavg_ncf_job
 from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn, build_fedgnn_job
 from fedrec.algorithms.pmf import PMFConfig, build_pmf
 from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec, build_ptf_fedrec_job
@@ -38,6 +39,16 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             dataset_kinds=("rating", "interaction"),
             build=build_ptf_fedrec,
             build_job=build_ptf_fedrec_job,
+        ),
+        AlgorithmSpec(
+            name="fedavg-ncf",
+            summary="FedAvg over NeuMF: PTF-FedRec's parameter-transmission baseline",
+            paper="McMahan et al., Communication-Efficient Learning of Deep Networks from "
+            "Decentralized Data, AISTATS 2017 (baseline of Yuan et al., ICDE 2024)",
+            config_cls=FedAvgNCFConfig,
+            dataset_kinds=("rating", "interaction"),
+            build=build_fedavg_ncf,
+            build_job=build_fedavg_ncf_job,
         ),
         AlgorithmSpec(
             name="fedgnn",

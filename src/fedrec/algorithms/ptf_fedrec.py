@@ -278,6 +278,13 @@ class PTFClient(PartyLogic):
 
     # -- training and upload ---------------------------------------------------------------
     def _train(self, ctxs: Sequence[PartyContext]) -> list[Payload]:
+        return self._uploads(ctxs, *self._fit(ctxs))
+
+    def _fit(self, ctxs: Sequence[PartyContext]) -> tuple[
+            torch.Tensor, list[torch.Tensor], dict[str, torch.Tensor], torch.Tensor,
+            torch.Tensor, int]:
+        """Local training (module doc), saved into each client's state; returns what
+        :meth:`_uploads` needs: (clients, positives, params, item table, table keys, seed)."""
         cfg, n_items, shape = self.cfg, self.num_items, self.shape
         num = len(ctxs)
         rnd = ctxs[0].round
@@ -348,7 +355,7 @@ class PTFClient(PartyLogic):
             st["items"] = k_part - i * n_items
             st["rows"] = r_part.clone()
             st["params"] = {k: v[i].clone() for k, v in params.items()}
-        return self._uploads(ctxs, clients, pos, params, table, keys, seed_r)
+        return clients, pos, params, table, keys, seed_r
 
     def _score(self, params: dict[str, torch.Tensor], table: torch.Tensor, keys: torch.Tensor,
                local: torch.Tensor, items: torch.Tensor, num: int) -> torch.Tensor:
