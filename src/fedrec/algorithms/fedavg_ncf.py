@@ -33,11 +33,10 @@ import torch
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.mf_common import reduce_client_metrics
-from fedrec.algorithms.ptf_fedrec import PTFClient, implicit_dataset
-from fedrec.config import RunConfig, check_choice, check_range
+from fedrec.algorithms.ptf_fedrec import NCFClientConfig, PTFClient, implicit_dataset
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
-from fedrec.errors import ConfigError, ProtocolError
+from fedrec.errors import ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import derive_seed
 from fedrec.federation.runtime import PartyContext, Runtime
@@ -45,27 +44,8 @@ from fedrec.models import ncf
 
 
 @dataclass
-class FedAvgNCFConfig(RunConfig):
-    split: str = "per-user"
-    test_fraction: float = 0.2
-    split_seed: int = 0
-    client_dim: int = 16
-    client_layers: tuple[int, ...] = (16, 8)
-    client_lr: float = 0.01
-    client_batch: int = 256
-    local_epochs: int = 5
-    num_negatives: int = 4
-    topk: int = 20
-
-    def validate(self) -> None:
-        super().validate()
-        check_choice("split", self.split, ("per-user", "given"))
-        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
-        for name in ("client_dim", "client_batch", "local_epochs", "num_negatives", "topk"):
-            check_range(name, getattr(self, name), 1)
-        check_range("client_lr", self.client_lr, 0.0, low_open=True)
-        if any(x < 1 for x in self.client_layers):
-            raise ConfigError("client_layers must be positive sizes")
+class FedAvgNCFConfig(NCFClientConfig):
+    """PTF-FedRec's client settings and split; nothing else (no server model, no defences)."""
 
 
 def server_param_names(shape: ncf.NCFShape) -> list[str]:
@@ -193,7 +173,7 @@ class FedAvgNCFServer(ServerLogic):
 
 def build_fedavg_ncf_job(cfg: FedAvgNCFConfig, dataset: Dataset,
                          device: torch.device) -> FederatedJob:
-    ds = implicit_dataset(dataset, cfg)  # type: ignore[arg-type]
+    ds = implicit_dataset(dataset, cfg)
     return FederatedJob(server=FedAvgNCFServer(cfg, ds.num_items),
                         client_logic=FedAvgNCFClient(cfg, ds.num_items),
                         client_data=partition_by_user(ds))

@@ -92,10 +92,34 @@ DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
 
 
 @dataclass
-class PTFFedRecConfig(RunConfig):
+class NCFClientConfig(RunConfig):
+    """The data split and the NeuMF clients' local training, shared by PTF-FedRec and its
+    parameter-transmission baseline FedAvg-NeuMF (:mod:`fedrec.algorithms.fedavg_ncf`)."""
+
     split: str = "per-user"
     test_fraction: float = 0.2
     split_seed: int = 0
+    client_dim: int = 16
+    client_layers: tuple[int, ...] = (16, 8)
+    client_lr: float = 0.01
+    client_batch: int = 256
+    local_epochs: int = 5
+    num_negatives: int = 4
+    topk: int = 20
+
+    def validate(self) -> None:
+        super().validate()
+        check_choice("split", self.split, ("per-user", "given"))
+        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
+        for name in ("client_dim", "client_batch", "local_epochs", "num_negatives", "topk"):
+            check_range(name, getattr(self, name), 1)
+        check_range("client_lr", self.client_lr, 0.0, low_open=True)
+        if any(x < 1 for x in self.client_layers):
+            raise ConfigError("client_layers must be positive sizes")
+
+
+@dataclass
+class PTFFedRecConfig(NCFClientConfig):
     server_model: str = "ngcf"
     server_dim: int = 32
     server_layers: tuple[int, ...] = (32, 16)
@@ -103,12 +127,6 @@ class PTFFedRecConfig(RunConfig):
     server_batch: int = 1024
     server_epochs: int = 2
     mess_dropout: float = 0.1
-    client_dim: int = 16
-    client_layers: tuple[int, ...] = (16, 8)
-    client_lr: float = 0.01
-    client_batch: int = 256
-    local_epochs: int = 5
-    num_negatives: int = 4
     alpha: int = 30
     mu: float = 0.5
     defense: str = "sampling+swapping"
@@ -120,30 +138,23 @@ class PTFFedRecConfig(RunConfig):
     attack_k: str = "ratio"
     attack_truth: str = "interactions"
     eval_clients: bool = True
-    topk: int = 20
 
     def validate(self) -> None:
         super().validate()
-        check_choice("split", self.split, ("per-user", "given"))
-        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
         check_choice("server_model", self.server_model, ("ngcf", "lightgcn"))
         check_choice("defense", self.defense, DEFENSES)
         check_choice("attack_k", self.attack_k, ("ratio", "oracle"))
         check_choice("attack_truth", self.attack_truth, ("interactions", "uploaded"))
-        for name in ("server_dim", "server_batch", "server_epochs", "client_dim", "client_batch",
-                     "local_epochs", "num_negatives", "topk"):
+        for name in ("server_dim", "server_batch", "server_epochs"):
             check_range(name, getattr(self, name), 1)
         check_range("alpha", self.alpha, 0)
-        for name in ("server_lr", "client_lr"):
-            check_range(name, getattr(self, name), 0.0, low_open=True)
+        check_range("server_lr", self.server_lr, 0.0, low_open=True)
         check_range("mu", self.mu, 0.0, 1.0)
         check_range("swap_rate", self.swap_rate, 0.0, 1.0)
         check_range("mess_dropout", self.mess_dropout, 0.0, 0.99)
         check_range("ldp_scale", self.ldp_scale, 0.0)
         if not self.server_layers or any(x < 1 for x in self.server_layers):
             raise ConfigError("server_layers must be a non-empty list of positive sizes")
-        if any(x < 1 for x in self.client_layers):
-            raise ConfigError("client_layers must be positive sizes")
         for name, lo in (("beta_range", 0.0), ("gamma_range", 0.0)):
             r = getattr(self, name)
             if len(r) != 2 or not lo < r[0] <= r[1]:
@@ -637,7 +648,7 @@ class PTFServer(ServerLogic):
 # ---------------------------------------------------------------------------------------------
 
 
-def implicit_dataset(ds: Dataset, cfg: PTFFedRecConfig) -> InteractionDataset:
+def implicit_dataset(ds: Dataset, cfg: NCFClientConfig) -> InteractionDataset:
     """Every rating is a positive; ``split: per-user`` re-splits train + test per user."""
     if not hasattr(ds, "train"):
         raise ConfigError("ptf-fedrec needs a rating or interaction dataset")
