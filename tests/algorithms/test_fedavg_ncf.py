@@ -20,27 +20,12 @@ from fedrec.config import build_config
 from fedrec.federation.message import Message
 from fedrec.models import ncf
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Listed first in every test's fixture closure, so module-scoped runs get one thread too.
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 def _cfg(**over) -> FedAvgNCFConfig:
     return build_config(FedAvgNCFConfig, "fedavg-ncf", "ml-100k", overrides=over)
-
-
-class Tap:
-    """Observer keeping every delivered message."""
-
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-
-    def __call__(self, msg: Message) -> None:
-        self.messages.append(msg)
 
 
 def _expected_shapes(cfg: FedAvgNCFConfig, num_items: int) -> dict[str, tuple[int, ...]]:
@@ -68,8 +53,8 @@ def run(ml100k):
     cfg = _cfg(rounds=2)
     trainer = build_fedavg_ncf(cfg, ml100k, torch.device("cpu"))
     before = trainer.evaluate()
-    tap = Tap()
-    trainer.runtime.observers.append(tap)
+    tap: list[Message] = []  # every delivered message
+    trainer.runtime.observers.append(tap.append)
     stats = [trainer.train_round(r) for r in (1, 2)]
     after = trainer.evaluate()
     return cfg, trainer, tap, before, stats, after
@@ -87,7 +72,7 @@ def test_registered_and_defaults():
 def test_only_server_parameters_travel(run, ml100k):
     cfg, _, tap, *_ = run
     shapes = _expected_shapes(cfg, ml100k.num_items)
-    train = [m for m in tap.messages if m.step == "train"]
+    train = [m for m in tap if m.step == "train"]
     down = [m for m in train if m.sender == "server"]
     up = [m for m in train if m.receiver == "server"]
     assert len(down) == len(up) == 2 * ml100k.num_users

@@ -23,35 +23,20 @@ from fedrec.config import build_config
 from fedrec.errors import ConfigError
 from fedrec.federation.message import Message
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Listed first in every test's fixture closure, so module-scoped runs get one thread too.
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 def _cfg(**over) -> PTFFedRecConfig:
     return build_config(PTFFedRecConfig, "ptf-fedrec", "ml-100k", overrides=over)
 
 
-class Tap:
-    """Observer keeping every delivered message."""
-
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-
-    def __call__(self, msg: Message) -> None:
-        self.messages.append(msg)
-
-
 @pytest.fixture(scope="module")
 def run(ml100k):
     cfg = _cfg(rounds=2, eval_clients=False)
     trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
-    tap = Tap()
-    trainer.runtime.observers.append(tap)
+    tap: list[Message] = []  # every delivered message
+    trainer.runtime.observers.append(tap.append)
     before = trainer.evaluate()
     stats = [trainer.train_round(r) for r in (1, 2)]
     after = trainer.evaluate()
@@ -84,9 +69,9 @@ def test_registered_and_defaults():
 
 def test_only_item_ids_and_scores_cross_the_network(run):
     _, trainer, tap, *_ = run
-    steps = {m.step for m in tap.messages}
+    steps = {m.step for m in tap}
     assert {"train", "disperse"} <= steps
-    for m in tap.messages:
+    for m in tap:
         if m.step == "evaluate":  # client metrics only: scalars
             assert all(isinstance(v, int | float) for v in m.payload.values())
             continue
@@ -146,8 +131,8 @@ def test_swap_top_scores_unit():
 
 def test_dispersal_excludes_uploads_and_sends_alpha_items(run):
     cfg, trainer, tap, *_ = run
-    last_round = max(m.round for m in tap.messages)
-    disp = {m.receiver: m.payload for m in tap.messages
+    last_round = max(m.round for m in tap)
+    disp = {m.receiver: m.payload for m in tap
             if m.step == "disperse" and m.round == last_round}
     assert len(disp) == len(trainer.runtime.client_ids)
     n_conf = round(cfg.mu * cfg.alpha)
