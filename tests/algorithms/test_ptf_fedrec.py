@@ -153,6 +153,79 @@ def test_dispersal_excludes_uploads_and_sends_alpha_items(run):
     assert np.array_equal(trainer.runtime.states[cid]["soft_items"].numpy(), disp[cid]["items"])
 
 
+def test_random_dispersal_ablations(ml100k):
+    """``dispersal: random`` sends alpha uniform items outside the client's upload, unlike the
+    mixed method; ``no-hard`` / ``no-confident`` randomise one part only (Table VII)."""
+    import dataclasses
+
+    with pytest.raises(ConfigError):
+        _cfg(dispersal="bogus")
+    runs = {}
+    for mode in ("mixed", "random"):
+        cfg = _cfg(rounds=1, clients_per_round=60, local_epochs=1, server_epochs=1,
+                   eval_clients=False, attack=False, dispersal=mode)
+        trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+        tap: list[Message] = []
+        trainer.runtime.observers.append(tap.append)
+        trainer.train_round(1)
+        ups = {m.sender: np.asarray(m.payload["items"]) for m in tap
+               if m.step == "train" and m.payload}
+        sent = {m.receiver: np.asarray(m.payload["items"]) for m in tap if m.step == "disperse"}
+        runs[mode] = (cfg, trainer, ups, sent)
+    cfg, trainer, ups, rand = runs["random"]
+    _, _, ups_mixed, mixed = runs["mixed"]
+    n_items = trainer.job.server.num_items
+    assert len(rand) == 60 and rand.keys() == mixed.keys()
+    for c, items in rand.items():
+        assert np.array_equal(ups[c], ups_mixed[c])  # the runs differ only from the dispersal on
+        assert len(items) == min(cfg.alpha, n_items - len(ups[c]))
+        assert len(np.unique(items)) == len(items)
+        assert not np.isin(items, ups[c]).any()
+        # Mostly different items: a uniform draw of 30 of ~1500 meets the 30 sent by the
+        # method in about one item on average.
+        assert np.isin(items, mixed[c]).sum() < cfg.alpha // 3
+    # Uniform over the catalogue: the number of distinct items sent is what uniform draws give
+    # (item i escapes client c with probability 1 - alpha / (I - |U_c|) unless uploaded; sd ~20),
+    # whereas the method concentrates on fewer (confident, top-scored) items.
+    escape = np.ones(n_items)
+    for c in rand:
+        p = np.full(n_items, 1 - cfg.alpha / (n_items - len(ups[c])))
+        p[ups[c]] = 1.0
+        escape *= p
+    expected = (1 - escape).sum()
+    spread = {m: len(np.unique(np.concatenate(list(d.values())))) for m, d in
+              (("random", rand), ("mixed", mixed))}
+    assert abs(spread["random"] - expected) < 80, (spread, expected)
+    assert spread["random"] > 2 * spread["mixed"], spread
+    # Keyed by (seed, round, client, item): the same draw in another cohort, another next round.
+    server = trainer.job.server
+    clients = sorted(rand)
+    up_t = [torch.from_numpy(ups[c]) for c in clients]
+    again = server.dispersal(clients[3:5], up_t[3:5], 1)
+    assert all(np.array_equal(a.numpy(), rand[c]) for (a, _), c in
+               zip(again, clients[3:5], strict=True))
+    assert not np.array_equal(server.dispersal(clients[3:4], up_t[3:4], 2)[0][0].numpy(),
+                              rand[clients[3]])
+    # One part random: no-hard keeps the confident part, no-confident the hard ranking.
+    n_conf = round(cfg.mu * cfg.alpha)
+    for mode in ("no-hard", "no-confident"):
+        server.cfg = dataclasses.replace(cfg, dispersal=mode)
+        for c, (items, _) in zip(clients, server.dispersal(clients, up_t, 1), strict=True):
+            items = items.numpy()
+            assert len(items) == cfg.alpha and not np.isin(items, ups[c]).any()
+            kept, randomised = (slice(0, n_conf), slice(n_conf, None)) if mode == "no-hard" \
+                else (slice(n_conf, None), slice(0, n_conf))
+            assert not np.array_equal(items[randomised], mixed[c][randomised])
+            if mode == "no-hard":
+                assert np.array_equal(items[kept], mixed[c][kept])
+            else:  # the hard part: the top scores among the items neither uploaded nor drawn
+                with torch.no_grad():
+                    u_emb, i_emb = server._embeddings()
+                    score = (u_emb[c] @ i_emb.T).numpy()
+                free = np.setdiff1d(np.arange(n_items), np.concatenate([ups[c], items]))
+                assert score[items[kept]].min() >= score[free].max()
+
+
 def test_server_recall_improves(run):
     _, _, _, before, stats, after = run
     assert after["Recall@20"] > before["Recall@20"] + 0.015

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
+from fedrec.algorithms.central_ranking import CentralRankingConfig, central_ranking_builder
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
 from fedrec.algorithms.fedavg_ncf import FedAvgNCFConfig, build_fedavg_ncf, build_fedavg_ncf_job
 from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn, build_fedgnn_job
+from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf, build_fedmf_job
+from fedrec.algorithms.gnn_central import GNNCentralConfig, build_gnn_central
 from fedrec.algorithms.pmf import PMFConfig, build_pmf
 from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec, build_ptf_fedrec_job
 from fedrec.errors import ConfigError
@@ -31,6 +34,16 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             build_job=build_fcf_job,
         ),
         AlgorithmSpec(
+            name="fedmf",
+            summary="FCF with Paillier-encrypted item updates: the server only adds ciphertexts",
+            paper="Chai et al., Secure Federated Matrix Factorization, IEEE Intelligent Systems "
+            "2020 (arXiv:1906.05108)",
+            config_cls=FedMFConfig,
+            dataset_kinds=("rating",),
+            build=build_fedmf,
+            build_job=build_fedmf_job,
+        ),
+        AlgorithmSpec(
             name="ptf-fedrec",
             summary="parameter transmission-free: only (item, score) pairs cross the network",
             paper="Yuan et al., Hide Your Model: A Parameter Transmission-free Federated "
@@ -51,6 +64,31 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             build_job=build_fedavg_ncf_job,
         ),
         AlgorithmSpec(
+            name="lightgcn",
+            summary="centralized LightGCN on PTF-FedRec's split (no federation, no privacy)",
+            paper="He et al., LightGCN: Simplifying and Powering Graph Convolution Network for "
+            "Recommendation, SIGIR 2020",
+            config_cls=CentralRankingConfig,
+            dataset_kinds=("rating", "interaction"),
+            build=central_ranking_builder("lightgcn"),
+        ),
+        AlgorithmSpec(
+            name="ngcf",
+            summary="centralized NGCF on PTF-FedRec's split (no federation, no privacy)",
+            paper="Wang et al., Neural Graph Collaborative Filtering, SIGIR 2019",
+            config_cls=CentralRankingConfig,
+            dataset_kinds=("rating", "interaction"),
+            build=central_ranking_builder("ngcf"),
+        ),
+        AlgorithmSpec(
+            name="neumf",
+            summary="centralized NeuMF on PTF-FedRec's split (no federation, no privacy)",
+            paper="He et al., Neural Collaborative Filtering, WWW 2017",
+            config_cls=CentralRankingConfig,
+            dataset_kinds=("rating", "interaction"),
+            build=central_ranking_builder("neumf"),
+        ),
+        AlgorithmSpec(
             name="fedgnn",
             summary="federated GNN: pseudo items, local DP, third-party graph expansion",
             paper="Wu et al., FedGNN: Federated Graph Neural Network for Privacy-Preserving "
@@ -59,6 +97,14 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             dataset_kinds=("rating",),
             build=build_fedgnn,
             build_job=build_fedgnn_job,
+        ),
+        AlgorithmSpec(
+            name="gnn-central",
+            summary="FedGNN's model trained centrally (no federation, no privacy)",
+            paper="Wu et al., KDD 2021 (the centralized counterpart of FedGNN's model)",
+            config_cls=GNNCentralConfig,
+            dataset_kinds=("rating",),
+            build=build_gnn_central,
         ),
     )
 }

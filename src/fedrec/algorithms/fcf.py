@@ -82,14 +82,22 @@ class FCFClient(PartyLogic):
     def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
         return self.handle_cohort(step, [ctx], [payload])[0]
 
+    def item_parameters(
+        self, payload: Payload, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The broadcast item factors and (explicit ratings only) item biases, on ``device``.
+        Subclasses that ship the item table differently (FedMF: encrypted) override this."""
+        q = torch.as_tensor(payload["item_factors"], device=device)
+        b_i = torch.as_tensor(payload["item_bias"], device=device) if self.explicit else None
+        return q, b_i
+
     def handle_cohort(
         self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
     ) -> list[Payload]:
-        dev = ctxs[0].device
-        q = torch.as_tensor(payloads[0]["item_factors"], device=dev)
-        b_i = torch.as_tensor(payloads[0]["item_bias"], device=dev) if self.explicit else None
         if any(p is not payloads[0] for p in payloads):
             raise ValueError("FCF expects the same broadcast for the whole cohort")
+        # Decoded once per cohort: every client received the same broadcast.
+        q, b_i = self.item_parameters(payloads[0], ctxs[0].device)
         if step == "train":
             return self._train(ctxs, q, b_i)
         if step == "evaluate":

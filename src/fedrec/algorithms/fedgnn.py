@@ -69,7 +69,7 @@ the clients that uploaded it, real or pseudo, instead of ``/|S|``) and lr 0.2 wi
 it: the same settings with ``pseudo_items=0`` reach 0.948, with ``laplace=0`` (M kept) gain
 only ~0.007.
 
-Not done: dropout (the paper's 0.2) is not applied; the neighbour embeddings are never
+Not done: the neighbour embeddings are never
 back-propagated into (see ``trainable_neighbours``); the third party is trusted to follow the
 protocol (no defence against a malicious matcher), and the key is shared with the server.
 """
@@ -121,6 +121,7 @@ class FedGNNConfig(RunConfig):
     expand_after: int = 2
     trainable_neighbours: bool = False
     init_std: float = 0.1
+    feature_dropout: float = 0.0  # dropout on the subgraph's input embeddings (paper: 0.2)
     bias: bool = False      # user + item rating biases (extra last column of the rows)
     item_avg: str = "cohort"  # cohort: item rows / |S| (FedAvg) | uploaders: / clients uploading it
     lr_decay: float = 1.0   # server lr multiplied by this every epoch
@@ -146,6 +147,7 @@ class FedGNNConfig(RunConfig):
         check_range("neighbours", self.neighbours, 0)
         check_range("expand_after", self.expand_after, 0)
         check_range("init_std", self.init_std, 0.0, low_open=True)
+        check_range("feature_dropout", self.feature_dropout, 0.0, 0.9)
         check_range("dp_delta", self.dp_delta, 0.0, 0.5)
         check_choice("item_avg", self.item_avg, ("cohort", "uploaders"))
         check_range("lr_decay", self.lr_decay, 0.0, low_open=True)
@@ -172,6 +174,49 @@ def _chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np.ndarr
     return out
 
 
+def pad_subgraphs(datas: Sequence[ClientData], e_u: torch.Tensor,
+                  nb_means: Sequence[torch.Tensor | None], items_table: torch.Tensor, dim: int
+                  ) -> dict[str, torch.Tensor]:
+    """Padded, masked tensors of a chunk of local subgraphs (leading dim = ``len(datas)``):
+    ``items``/``mask``/``ratings`` (B, K), ``nb_mean`` (B, d; zeros without neighbours),
+    ``e_u`` (B, d[+1]) and ``e_items`` (B, K, d[+1]) gathered from ``items_table``."""
+    kmax = max(max((d.num_train for d in datas), default=1), 1)
+    b = len(datas)
+    items = torch.zeros(b, kmax, dtype=torch.long)
+    mask = torch.zeros(b, kmax, dtype=torch.bool)
+    ratings = torch.zeros(b, kmax)
+    nb_mean = torch.zeros(b, dim)
+    for r, data in enumerate(datas):
+        k = data.num_train
+        items[r, :k] = torch.from_numpy(data.train_items.astype(np.int64))
+        mask[r, :k] = True
+        ratings[r, :k] = torch.from_numpy(data.train_values.astype(np.float32))
+        if nb_means[r] is not None:
+            nb_mean[r] = nb_means[r]
+    return {"items": items, "mask": mask, "ratings": ratings, "nb_mean": nb_mean,
+            "e_u": e_u, "e_items": items_table[items]}
+
+
+def pad_tests(datas: Sequence[ClientData]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(test items, test ratings, mask)``, each (B, T), of a chunk of clients."""
+    tmax = max(max((d.num_test for d in datas), default=1), 1)
+    test = torch.zeros(len(datas), tmax, dtype=torch.long)
+    vals = torch.zeros(len(datas), tmax)
+    tmask = torch.zeros(len(datas), tmax, dtype=torch.bool)
+    for r, data in enumerate(datas):
+        n = data.num_test
+        test[r, :n] = torch.from_numpy(data.test_items.astype(np.int64))
+        vals[r, :n] = torch.from_numpy(data.test_values.astype(np.float32))
+        tmask[r, :n] = True
+    return test, vals, tmask
+
+
+def rating_unit(rating_range: tuple[float, float]) -> float:
+    """A quarter of the public rating range: the model's unit of rating (1 on a 1..5 scale)."""
+    lo, hi = rating_range
+    return (hi - lo) / 4.0 if hi > lo else 1.0
+
+
 def ldp_mechanism(cfg: FedGNNConfig) -> LaplaceMechanism:
     """Each upload coordinate is clipped to [-clip, clip] (L1 sensitivity ``2 clip``) and gets
     ``Lap(laplace)`` noise: FedGNN's Eq. 1 (guarantee in :func:`fedgnn_ldp_epsilon`)."""
@@ -188,7 +233,10 @@ class FedGNNClient(PartyLogic):
         self.mu = mu
         self.rating_range = rating_range
         self.template = template
-        self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu)
+        # The model works in units of a quarter of the rating range (1 on 1..5 scales, 24.75 on
+        # YahooMusic's 1..100), so one set of learning rates and clip bounds fits every dataset.
+        self.unit = rating_unit(rating_range)
+        self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu / self.unit)
         self.mechanism = ldp_mechanism(cfg) if cfg.laplace > 0 and cfg.clip > 0 else None
 
     def init_state(self, party: int, data: Any) -> dict[str, Any]:
@@ -238,25 +286,9 @@ class FedGNNClient(PartyLogic):
     # -- padded cohort tensors ----------------------------------------------------------------
     def _pad(self, ctxs: Sequence[PartyContext], idx: np.ndarray, items_table: torch.Tensor
              ) -> dict[str, torch.Tensor]:
-        d = self.cfg.dim
-        ks = [ctxs[i].data.num_train for i in idx]
-        kmax = max(max(ks), 1)
-        b = len(idx)
-        items = torch.zeros(b, kmax, dtype=torch.long)
-        mask = torch.zeros(b, kmax, dtype=torch.bool)
-        ratings = torch.zeros(b, kmax)
-        nb_mean = torch.zeros(b, d)
-        for r, i in enumerate(idx):
-            data: ClientData = ctxs[i].data
-            k = data.num_train
-            items[r, :k] = torch.from_numpy(data.train_items.astype(np.int64))
-            mask[r, :k] = True
-            ratings[r, :k] = torch.from_numpy(data.train_values.astype(np.float32))
-            if ctxs[i].state["nb_mean"] is not None:
-                nb_mean[r] = ctxs[i].state["nb_mean"]
-        e_u = torch.stack([ctxs[i].state["e_u"] for i in idx])
-        return {"items": items, "mask": mask, "ratings": ratings, "nb_mean": nb_mean,
-                "e_u": e_u, "e_items": items_table[items]}
+        return pad_subgraphs([ctxs[i].data for i in idx],
+                             torch.stack([ctxs[i].state["e_u"] for i in idx]),
+                             [ctxs[i].state["nb_mean"] for i in idx], items_table, self.cfg.dim)
 
     # -- training -----------------------------------------------------------------------------
     def _train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
@@ -272,11 +304,14 @@ class FedGNNClient(PartyLogic):
             # with many ratings takes the same-size step as one with few.
             step = cfg.lr_user / (t["mask"].sum(1, keepdim=True).clamp(min=1).float()
                                   if cfg.loss_reduction == "sum" else 1.0)
-            data = (t["e_items"], t["nb_mean"], t["mask"], t["ratings"])
+            keep_u, keep_t = self._dropout_masks(ctxs, idx, e_u, t["e_items"])
+            data = (t["e_items"] * keep_t, t["nb_mean"], t["mask"], t["ratings"] / self.unit)
             for _ in range(cfg.local_steps - 1):
-                e_u = e_u - step * gnn.cohort_user_grads(self.f, p, e_u, *data) \
-                    - cfg.lr_user * cfg.l2 * e_u
-            gp, gu, gt, loss = gnn.cohort_grads(self.f, p, e_u, *data)
+                g_u = gnn.cohort_user_grads(self.f, p, e_u * keep_u, *data) * keep_u
+                e_u = e_u - step * g_u - cfg.lr_user * cfg.l2 * e_u
+            gp, gu, gt, loss = gnn.cohort_grads(self.f, p, e_u * keep_u, *data)
+            # Chain rule through the dropout masks: d loss / d e = keep * d loss / d (keep e).
+            gu, gt = gu * keep_u, gt * keep_t
             new_u = e_u - step * gu - cfg.lr_user * cfg.l2 * e_u
             flat_p = torch.cat([gp[k].reshape(len(idx), -1) for k in sorted(gp)], 1)
             for r, i in enumerate(idx):
@@ -286,6 +321,22 @@ class FedGNNClient(PartyLogic):
                 out[i] = self._protect(ctx, flat_p[r], t["items"][r, :k], gt[r, :k],
                                        float(loss[r]))
         return out  # type: ignore[return-value]
+
+    def _dropout_masks(self, ctxs: Sequence[PartyContext], idx: np.ndarray, e_u: torch.Tensor,
+                       e_items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inverted-dropout masks (rate ``feature_dropout``) on the embedding columns of the
+        user and item nodes of each client's subgraph (bias columns are kept), drawn from the
+        client's own keyed generator; all ones when the rate is 0."""
+        rate, d = self.cfg.feature_dropout, self.cfg.dim
+        keep_u, keep_t = torch.ones_like(e_u), torch.ones_like(e_items)
+        if rate <= 0:
+            return keep_u, keep_t
+        for r, i in enumerate(idx):
+            gen = ctxs[i].generator("dropout")
+            keep_u[r, :d] = (torch.rand(d, generator=gen) >= rate).float() / (1 - rate)
+            k = e_items.shape[1]
+            keep_t[r, :, :d] = (torch.rand(k, d, generator=gen) >= rate).float() / (1 - rate)
+        return keep_u, keep_t
 
     def pseudo(self, ctx: PartyContext, real_items: torch.Tensor, real_grads: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -333,19 +384,11 @@ class FedGNNClient(PartyLogic):
         out: list[Payload | None] = [None] * len(ctxs)
         for idx in _chunks(sizes, self.cfg.chunk_slots):
             t = self._pad(ctxs, idx, table)
-            tmax = max(max(ctxs[i].data.num_test for i in idx), 1)
-            test = torch.zeros(len(idx), tmax, dtype=torch.long)
-            vals = torch.zeros(len(idx), tmax)
-            tmask = torch.zeros(len(idx), tmax, dtype=torch.bool)
-            for r, i in enumerate(idx):
-                data: ClientData = ctxs[i].data
-                n = data.num_test
-                test[r, :n] = torch.from_numpy(data.test_items.astype(np.int64))
-                vals[r, :n] = torch.from_numpy(data.test_values.astype(np.float32))
-                tmask[r, :n] = True
+            test, vals, tmask = pad_tests([ctxs[i].data for i in idx])
             with torch.no_grad():
-                pred = gnn.cohort_predict(self.cfg.gnn, self.mu, p, t["e_u"], t["e_items"],
-                                          t["mask"], t["nb_mean"], table[test])
+                pred = self.unit * gnn.cohort_predict(
+                    self.cfg.gnn, self.mu / self.unit, p, t["e_u"], t["e_items"], t["mask"],
+                    t["nb_mean"], table[test])
                 err = (pred.clamp(lo, hi) - vals).double() * tmask
             for r, i in enumerate(idx):
                 out[i] = {"sq_err": float(err[r].square().sum()),

@@ -28,10 +28,17 @@ No model parameter ever crosses the network: the server's graph model (NGCF or L
    ``server_epochs`` epochs on this round's uploads as soft labels (BCE summed over the batch,
    Adam ``server_lr``, batch ``server_batch``; every batch re-propagates the full graph). An item's
    *update count* is the number of training batches in which it appeared (all rounds).
-3. ``disperse`` (server -> clients): ``alpha`` items per client with the server's scores:
-   ``round(mu * alpha)`` *confident* items (highest update counts) and the rest *hard* items
-   (highest server scores for that user), both excluding the items the client uploaded this round
-   (and hard excluding the confident ones). The client keeps them for its next local training.
+3. ``disperse`` (server -> clients): ``alpha`` items per client with the server's scores
+   ``sigmoid(e_u . e_i)``: ``round(mu * alpha)`` *confident* items (highest update counts) and the
+   rest *hard* items (highest server scores for that user), both excluding the items the client
+   uploaded this round (and hard excluding the confident ones). The client keeps them for its next
+   local training. ``dispersal`` selects the paper's ablations (its Table VII), which replace a
+   part by *random* items, uniform without replacement among the items not uploaded by that
+   client this round (nor already chosen), keyed by (seed, round, client, item):
+   ``mixed`` (the method), ``no-hard`` ("-hard": the hard part random), ``no-confident``
+   ("-confidence": the confident part random) and ``random`` ("-confidence -hard": all ``alpha``
+   items random). ``mu: 1`` / ``mu: 0`` instead fill all ``alpha`` items with confident / hard
+   ones.
 
 Randomness: every client draw (negatives, beta, gamma, the subsets, batch order, LDP noise) is a
 counter-based function of (seed, round, client id, item or position), never of the cohort, so the
@@ -89,29 +96,42 @@ from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 
 DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
+DISPERSALS = ("mixed", "no-hard", "no-confident", "random")
 
 
 @dataclass
-class NCFClientConfig(RunConfig):
-    """The data split and the NeuMF clients' local training, shared by PTF-FedRec and its
-    parameter-transmission baseline FedAvg-NeuMF (:mod:`fedrec.algorithms.fedavg_ncf`)."""
+class ImplicitSplitConfig(RunConfig):
+    """Ratings as implicit positives, their train/test split (:func:`implicit_dataset`) and the
+    top-K cut-off: one definition for PTF-FedRec, FedAvg-NeuMF and the centralized ranking
+    baselines (:mod:`fedrec.algorithms.central_ranking`), so equal options mean equal test sets."""
 
     split: str = "per-user"
     test_fraction: float = 0.2
     split_seed: int = 0
-    client_dim: int = 16
-    client_layers: tuple[int, ...] = (16, 8)
-    client_lr: float = 0.01
-    client_batch: int = 256
-    local_epochs: int = 5
-    num_negatives: int = 4
     topk: int = 20
 
     def validate(self) -> None:
         super().validate()
         check_choice("split", self.split, ("per-user", "given"))
         check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
-        for name in ("client_dim", "client_batch", "local_epochs", "num_negatives", "topk"):
+        check_range("topk", self.topk, 1)
+
+
+@dataclass
+class NCFClientConfig(ImplicitSplitConfig):
+    """The NeuMF clients' local training (and the split), shared by PTF-FedRec and its
+    parameter-transmission baseline FedAvg-NeuMF (:mod:`fedrec.algorithms.fedavg_ncf`)."""
+
+    client_dim: int = 16
+    client_layers: tuple[int, ...] = (16, 8)
+    client_lr: float = 0.01
+    client_batch: int = 256
+    local_epochs: int = 5
+    num_negatives: int = 4
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("client_dim", "client_batch", "local_epochs", "num_negatives"):
             check_range(name, getattr(self, name), 1)
         check_range("client_lr", self.client_lr, 0.0, low_open=True)
         if any(x < 1 for x in self.client_layers):
@@ -129,6 +149,7 @@ class PTFFedRecConfig(NCFClientConfig):
     mess_dropout: float = 0.1
     alpha: int = 30
     mu: float = 0.5
+    dispersal: str = "mixed"
     defense: str = "sampling+swapping"
     swap_rate: float = 0.1
     beta_range: tuple[float, ...] = (0.1, 1.0)
@@ -143,6 +164,7 @@ class PTFFedRecConfig(NCFClientConfig):
         super().validate()
         check_choice("server_model", self.server_model, ("ngcf", "lightgcn"))
         check_choice("defense", self.defense, DEFENSES)
+        check_choice("dispersal", self.dispersal, DISPERSALS)
         check_choice("attack_k", self.attack_k, ("ratio", "oracle"))
         check_choice("attack_truth", self.attack_truth, ("interactions", "uploaded"))
         for name in ("server_dim", "server_batch", "server_epochs"):
@@ -549,7 +571,7 @@ class PTFServer(ServerLogic):
                 self.update_counts[torch.unique(items[idx])] += 1
                 total += float(loss.detach())
                 n_batches += 1
-        n_disp = self._disperse(rt, replies)
+        n_disp = self._disperse(rt, replies, rnd)
         stats: dict[str, float] = {
             "clients": float(len(replies)),
             "upload_items_mean": float(len(items) / len(replies)),
@@ -561,12 +583,24 @@ class PTFServer(ServerLogic):
             stats.update(self.attack.summary(rnd))
         return stats
 
-    def dispersal(self, clients: Sequence[int], uploaded: Sequence[torch.Tensor],
+    def dispersal(self, clients: Sequence[int], uploaded: Sequence[torch.Tensor], rnd: int,
                   chunk: int = 1024) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """``(items, scores)`` to send to each client: confident + hard items (module doc)."""
+        """``(items, scores)`` to send to each client in round ``rnd`` (module doc).
+
+        Per client ``u`` with uploaded items ``U``: the first ``round(mu * alpha)`` items are the
+        top of a key over the items not in ``U`` -- the update count (confident) or a uniform
+        random key ``counter_uniform(seed, rnd, u, i)`` --, the rest the top of a key over the
+        items neither in ``U`` nor already chosen -- the score ``e_u . e_i`` (hard) or the same
+        random key. Taking the ``k`` largest of i.i.d. uniform keys is a uniform sample of ``k``
+        without replacement; keying them by (client, item) keeps a client's draw independent of
+        its cohort, and ``random`` (both parts random) is one sample of ``alpha``.
+        """
         cfg, n_items = self.cfg, self.num_items
         alpha = min(cfg.alpha, n_items)
         n_conf = round(cfg.mu * alpha)
+        first_random = cfg.dispersal in ("no-confident", "random")
+        rest_random = cfg.dispersal in ("no-hard", "random")
+        seed_r = derive_seed(cfg.seed, rnd, "ptf-dispersal")
         u_emb, i_emb = self._embeddings()
         # Confidence: update count, ties broken by lower item id (a strict total order).
         conf_key = self.update_counts.double() - torch.arange(n_items) / (2.0 * n_items)
@@ -581,24 +615,27 @@ class PTFServer(ServerLogic):
             blocked = torch.zeros(num, n_items, dtype=torch.bool)
             blocked[up_local, up_items] = True
             avail = (~blocked).sum(1)
-            ck = conf_key.expand(num, -1).masked_fill(blocked, -torch.inf)
-            conf = torch.topk(ck, n_conf, dim=1).indices if n_conf else torch.empty(
-                num, 0, dtype=torch.int64)
             scores = u_emb[cl] @ i_emb.T
-            hard_scores = scores.masked_fill(blocked, -torch.inf)
-            hard_scores.scatter_(1, conf, -torch.inf)
-            hard = torch.topk(hard_scores, alpha - n_conf, dim=1).indices
-            chosen = torch.cat([conf, hard], 1)
+            rand_key = (counter_uniform(seed_r, cl[:, None], torch.arange(n_items)[None, :])
+                        if first_random or rest_random else None)
+            key1 = rand_key if first_random else conf_key.expand(num, -1)
+            key1 = key1.masked_fill(blocked, -torch.inf)
+            first = torch.topk(key1, n_conf, dim=1).indices if n_conf else torch.empty(
+                num, 0, dtype=torch.int64)
+            key2 = (rand_key if rest_random else scores).masked_fill(blocked, -torch.inf)
+            key2.scatter_(1, first, -torch.inf)
+            rest = torch.topk(key2, alpha - n_conf, dim=1).indices
+            chosen = torch.cat([first, rest], 1)
             probs = torch.sigmoid(scores.gather(1, chosen))
             for i in range(num):
                 k = min(alpha, int(avail[i]))  # a client who uploaded almost everything
                 out.append((chosen[i, :k].clone(), probs[i, :k].float().clone()))
         return out
 
-    def _disperse(self, rt: Runtime, replies: dict) -> int:
+    def _disperse(self, rt: Runtime, replies: dict, rnd: int) -> int:
         clients = sorted(int(c) for c in replies)
         ups = [torch.as_tensor(replies[c]["items"]).long() for c in clients]
-        disp = self.dispersal(clients, ups)
+        disp = self.dispersal(clients, ups, rnd)
         requests = {c: {"items": it, "scores": sc} for c, (it, sc) in zip(clients, disp,
                                                                            strict=True)}
         rt.call("disperse", requests)
@@ -648,10 +685,10 @@ class PTFServer(ServerLogic):
 # ---------------------------------------------------------------------------------------------
 
 
-def implicit_dataset(ds: Dataset, cfg: NCFClientConfig) -> InteractionDataset:
+def implicit_dataset(ds: Dataset, cfg: ImplicitSplitConfig) -> InteractionDataset:
     """Every rating is a positive; ``split: per-user`` re-splits train + test per user."""
     if not hasattr(ds, "train"):
-        raise ConfigError("ptf-fedrec needs a rating or interaction dataset")
+        raise ConfigError("this algorithm needs a rating or interaction dataset")
     if cfg.split == "per-user":
         users = np.concatenate([ds.train.users, ds.test.users])
         items = np.concatenate([ds.train.items, ds.test.items])

@@ -1,5 +1,6 @@
 """Attacks a curious server can mount on what it receives (evaluation instruments)."""
 
+from fedrec.attacks.rated_items import RatedItemsAttack, guess_rated_items
 from fedrec.attacks.top_guess import TopGuessAttack, top_guess
 
-__all__ = ["TopGuessAttack", "top_guess"]
+__all__ = ["RatedItemsAttack", "TopGuessAttack", "guess_rated_items", "top_guess"]

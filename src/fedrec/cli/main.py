@@ -1,6 +1,8 @@
 """The ``fedrec`` command line.
 
     fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...] [--out DIR] [--resume]
+    fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N]
+    fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec algorithms
     fedrec config show ALGORITHM
     fedrec datasets list | info NAME | verify [NAME ...]
@@ -16,6 +18,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from fedrec.errors import FedrecError
 
@@ -68,6 +71,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))
     print(_table(rows))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from fedrec.reproduce import get_reproduction
+
+    _set_threads(args.threads)
+    reproduce = get_reproduction(args.name)
+    out = Path(args.out or os.path.join("results", args.name + ("-quick" if args.quick else "")))
+    report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
+                       data_dir=args.data_dir, device=args.device, progress=not args.quiet)
+    print(f"report: {report}")
     return 0
 
 
@@ -136,6 +151,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("reproduce", help="run a paper's tables and figures")
+    rep.add_argument("name", help="fedgnn | ptf-fedrec")
+    rep.add_argument("--quick", action="store_true", help="a few rounds per run (CI)")
+    rep.add_argument("--out", help="output folder (default: results/NAME[-quick])")
+    rep.add_argument("--seeds", type=int, default=3, help="seeds of the main table")
+    rep.add_argument("--sweep-seeds", type=int, default=1, help="seeds of the sweeps")
+    rep.add_argument("--device", default="cpu", help="cpu or cuda")
+    rep.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
+    rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    rep.set_defaults(func=cmd_reproduce)
+
+    from fedrec.engines.cli import add_deploy_parser
+
+    add_deploy_parser(sub)  # fedrec deploy: the same job on Flower (fedrec.engines)
 
     alg = sub.add_parser("algorithms", help="list the algorithms")
     alg.set_defaults(func=cmd_algorithms)

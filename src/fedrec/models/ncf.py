@@ -20,6 +20,8 @@ and an item row that was never trained need not be stored: it is regenerated on 
 linear layers start ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's
 ``nn.Linear`` range), biases at zero.
 
+:class:`NeuMF` is the same model as one ``nn.Module`` over all users (centralized baselines).
+
 :class:`StackedAdam` is Adam (Kingma & Ba, torch defaults) over rows of stacked tensors with a
 *per-row step count*, so that each client's update is exactly the one its own ``torch.optim.Adam``
 would take, and clients without a batch at some step are skipped (not given a zero gradient).
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from fedrec.federation.rng import counter_normal, counter_uniform, derive_seed, torch_generator
 
@@ -114,6 +117,44 @@ def forward(
         h = F.relu(torch.bmm(h, params[f"w{k}"]) + params[f"b{k}"][:, None, :])
     z = torch.cat([gmf, h], -1)
     return (torch.bmm(z, params["out_w"]) + params["out_b"][:, None, :]).squeeze(-1)
+
+
+class NeuMF(nn.Module):
+    """One NeuMF over all users and items (centralized training), in the layout of this module:
+    ``user`` ``[U, 2d]``, ``item`` ``[I, 2d]`` (GMF half then MLP half) and a single tower
+    ``w{k}``, ``b{k}``, ``out_w``, ``out_b``. Scoring reuses :func:`forward` with each scored user
+    as a "client" whose tower is the shared one (``expand``: a view, no copy), so the layer math
+    is the federated clients' own:
+    ``logit(u, i) = out_w . [p_u^gmf * q_i^gmf ; MLP([p_u^mlp ; q_i^mlp])] + out_b``.
+
+    Initialisation as in the module doc: tables ``N(0, EMB_STD^2)``, the tower that of
+    :func:`init_params` (client 0).
+    """
+
+    def __init__(self, num_users: int, num_items: int, shape: NCFShape, seed: int) -> None:
+        super().__init__()
+        self.shape = shape
+        gen = torch_generator(seed, "neumf-init")
+        self.user = nn.Parameter(torch.randn(num_users, 2 * shape.dim, generator=gen) * EMB_STD)
+        self.item = nn.Parameter(torch.randn(num_items, 2 * shape.dim, generator=gen) * EMB_STD)
+        tower = init_params(shape, seed, torch.zeros(1, dtype=torch.int64))
+        self.tower = nn.ParameterDict(
+            {k: nn.Parameter(v[0]) for k, v in tower.items() if k != "user"})
+
+    def _params(self, users: torch.Tensor) -> dict[str, torch.Tensor]:
+        n = len(users)
+        shared = {k: p.expand(n, *p.shape) for k, p in self.tower.items()}
+        return {"user": self.user[users], **shared}
+
+    def forward(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """Logits ``[n]`` of the aligned pairs ``(users[k], items[k])``."""
+        # ``forward`` here is the module's stacked function (a method name is not in scope).
+        return forward(self.shape, self._params(users), self.item[items][:, None, :])[:, 0]
+
+    def score_all(self, users: torch.Tensor) -> torch.Tensor:
+        """Logits ``[len(users), I]`` of every item (memory ``~ len(users) * I * 2d`` floats)."""
+        rows = self.item.expand(len(users), *self.item.shape)
+        return forward(self.shape, self._params(users), rows)
 
 
 class StackedAdam:

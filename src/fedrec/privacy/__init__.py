@@ -1,4 +1,5 @@
-"""Privacy layer: clipping, DP mechanisms and accounting, secure aggregation, private matching.
+"""Privacy layer: clipping, DP mechanisms and accounting, secure aggregation, Paillier
+homomorphic encryption, private matching.
 
 One concept per module; each module states its guarantee where it is computed.
 """
@@ -15,9 +16,11 @@ from fedrec.privacy.mechanisms import (
     fedgnn_ldp_epsilon,
 )
 from fedrec.privacy.messages import Message, decode_message, encode_message, serialized_size
+from fedrec.privacy.paillier import EncryptedArray, generate_keypair
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer, secure_sum
 
 __all__ = [
+    "EncryptedArray",
     "FedGNNEpsilon",
     "FixedPointEncoder",
     "GaussianMechanism",
@@ -38,6 +41,7 @@ __all__ = [
     "decode_message",
     "encode_message",
     "fedgnn_ldp_epsilon",
+    "generate_keypair",
     "secure_sum",
     "serialized_size",
 ]

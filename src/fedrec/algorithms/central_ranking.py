@@ -1,0 +1,214 @@
+"""Centralized ranking baselines on PTF-FedRec's splits: LightGCN, NGCF and NeuMF.
+
+The accuracy ceiling that PTF-FedRec (:mod:`fedrec.algorithms.ptf_fedrec`) is compared with: the
+same models (:mod:`fedrec.models.lightgcn`, :mod:`fedrec.models.ncf`) trained with every
+interaction in one place, on the *same* split (:class:`~fedrec.algorithms.ptf_fedrec.
+ImplicitSplitConfig`, :func:`~fedrec.algorithms.ptf_fedrec.implicit_dataset`: equal ``split``,
+``test_fraction`` and ``split_seed`` give equal train and test sets) and with the same full-ranking
+evaluation (:func:`fedrec.metrics.evaluate_topk`, the user's training items excluded). One
+"round" is one epoch; Adam, minibatches of ``batch`` training instances in a random order.
+
+* ``lightgcn`` (He et al., SIGIR 2020) and ``ngcf`` (Wang et al., SIGIR 2019): propagation over
+  the normalised training graph ``D^-1/2 A D^-1/2`` (recomputed in every batch, as in their
+  reference code), BPR (Rendle et al. 2009) with ``num_negatives`` uniform negatives ``j`` per
+  training pair ``(u, i)``, drawn afresh every epoch::
+
+      L = 1/B sum_{(u,i,j)} [ -ln sigmoid(e_u . e_i - e_u . e_j)
+                              + reg/2 (|r_u|^2 + |r_i|^2 + |r_j|^2) ]
+
+  where ``e`` are the final representations and the penalised rows ``r`` are, following each
+  reference implementation, the layer-0 embeddings for LightGCN and the final (concatenated)
+  representations for NGCF. NGCF's message dropout uses a generator seeded by (seed, epoch).
+* ``neumf`` (He et al., WWW 2017): :class:`fedrec.models.ncf.NeuMF` (no GMF/MLP pre-training),
+  binary cross-entropy on every positive (label 1) and ``num_negatives`` uniform negatives per
+  positive (label 0), redrawn every epoch (NCF's ``get_train_instances``), batch mean::
+
+      L = 1/B sum_{(u,i,y)} [ BCE(sigmoid(f(u, i)), y) + reg/2 (|p_u|^2 + |q_i|^2) ]
+
+Negatives are keyed by (seed, epoch, user, row) (:func:`fedrec.models.mf.sample_negatives`), so a
+run, and a run resumed from a checkpoint, is reproducible. Nothing is sent: the ledger stays empty
+and there is no privacy guarantee.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from fedrec.algorithms.base import CentralizedTrainer
+from fedrec.algorithms.ptf_fedrec import ImplicitSplitConfig, implicit_dataset
+from fedrec.config import check_choice, check_range
+from fedrec.data.types import Dataset
+from fedrec.errors import ConfigError
+from fedrec.federation.rng import derive_seed, torch_generator
+from fedrec.metrics import evaluate_topk
+from fedrec.models import ncf
+from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
+from fedrec.models.mf import bpr_loss, sample_negatives
+
+MODELS = ("lightgcn", "ngcf", "neumf")
+
+
+@dataclass
+class CentralRankingConfig(ImplicitSplitConfig):
+    """``layers``: NGCF's layer sizes, LightGCN's number of layers (its length), NeuMF's MLP
+    tower after ``concat(user_mlp, item_mlp)`` (input ``2 dim``)."""
+
+    model: str = "lightgcn"
+    dim: int = 64
+    layers: tuple[int, ...] = (64, 64, 64)
+    lr: float = 0.001
+    batch: int = 2048
+    reg: float = 1e-4
+    num_negatives: int = 1
+    mess_dropout: float = 0.1
+
+    def validate(self) -> None:
+        super().validate()
+        check_choice("model", self.model, MODELS)
+        for name in ("dim", "batch", "num_negatives"):
+            check_range(name, getattr(self, name), 1)
+        check_range("lr", self.lr, 0.0, low_open=True)
+        check_range("reg", self.reg, 0.0)
+        check_range("mess_dropout", self.mess_dropout, 0.0, 0.99)
+        if not self.layers or any(x < 1 for x in self.layers):
+            raise ConfigError("layers must be a non-empty list of positive sizes")
+
+
+class CentralRankingTrainer(CentralizedTrainer):
+    """LightGCN, NGCF or NeuMF trained on all training interactions (module doc)."""
+
+    def __init__(self, cfg: CentralRankingConfig, dataset: Dataset, device: torch.device) -> None:
+        super().__init__()
+        self.cfg, self.device = cfg, device
+        self.ds = ds = implicit_dataset(dataset, cfg)
+        n_u, n_i = ds.num_users, ds.num_items
+        tr = ds.train
+        self.users = torch.from_numpy(tr.users.astype(np.int64)).to(device)
+        self.items = torch.from_numpy(tr.items.astype(np.int64)).to(device)
+        self.keys = torch.sort(self.users * n_i + self.items).values  # for negative sampling
+        self.train_csr = tr.to_csr(n_u, n_i)
+        self.test_csr = ds.test.to_csr(n_u, n_i)
+        self.adj: torch.Tensor | None = None
+        gen = torch_generator(cfg.seed, "central-init", cfg.model)
+        if cfg.model == "neumf":
+            shape = ncf.NCFShape(cfg.dim, tuple(cfg.layers))
+            self.model: torch.nn.Module = ncf.NeuMF(n_u, n_i, shape, cfg.seed)
+        else:
+            self.adj = normalized_adjacency(tr.users, tr.items, None, n_u, n_i).to(device)
+            if cfg.model == "lightgcn":
+                self.model = LightGCN(n_u, n_i, cfg.dim, len(cfg.layers), gen)
+            else:
+                self.model = NGCF(n_u, n_i, cfg.dim, cfg.layers, cfg.mess_dropout, gen)
+        self.model.to(device)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
+
+    # -- training --------------------------------------------------------------------------
+    def _bpr(self, u: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+        """Batch-mean BPR loss with the reference implementations' L2 term (module doc)."""
+        u_emb, i_emb = self.model(self.adj)
+        eu, ei, ej = u_emb[u], i_emb[i], i_emb[j]
+        if self.cfg.model == "lightgcn":
+            e0, n_u = self.model.embedding, self.ds.num_users
+            rows = (e0[u], e0[n_u + i], e0[n_u + j])
+        else:
+            rows = (eu, ei, ej)
+        penalty = sum(r.square().sum() for r in rows)
+        return (bpr_loss(eu, ei, ej, 0.0) + 0.5 * self.cfg.reg * penalty) / len(u)
+
+    def _bce(self, u: torch.Tensor, i: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Batch-mean NCF log loss plus L2 on the batch's embedding rows (module doc)."""
+        m: ncf.NeuMF = self.model  # type: ignore[assignment]
+        bce = F.binary_cross_entropy_with_logits(m(u, i), y, reduction="sum")
+        penalty = m.user[u].square().sum() + m.item[i].square().sum()
+        return (bce + 0.5 * self.cfg.reg * penalty) / len(u)
+
+    def train_round(self, rnd: int) -> dict[str, float]:
+        cfg, n_i = self.cfg, self.ds.num_items
+        n, k = len(self.users), cfg.num_negatives
+        rep_users = self.users.repeat_interleave(k)
+        row = torch.arange(n * k, device=self.device)
+        neg = sample_negatives(derive_seed(cfg.seed, rnd, "central-negatives"), rep_users, row,
+                               n_i, self.keys)
+        if cfg.model == "neumf":
+            # Instances (u, item, label): every positive once, its k negatives once each.
+            cols = (torch.cat([self.users, rep_users]), torch.cat([self.items, neg]),
+                    torch.cat([torch.ones(n), torch.zeros(n * k)]).to(self.device))
+            loss_fn = self._bce
+        else:
+            # Triples (u, i, j): every positive paired with each of its k negatives.
+            cols = (rep_users, self.items.repeat_interleave(k), neg)
+            loss_fn = self._bpr
+        m = len(cols[0])
+        order = torch.randperm(m, generator=torch_generator(cfg.seed, rnd, "central-order"))
+        self.model.train()
+        total = 0.0
+        # NGCF's dropout draws from torch's global generator: seed a forked copy per epoch so
+        # the epoch is a function of (seed, epoch) alone (exact resume) and the caller's
+        # generator is left as it was.
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(derive_seed(cfg.seed, rnd, "central-dropout"))
+            for idx in torch.split(order.to(self.device), cfg.batch):
+                loss = loss_fn(*(c[idx] for c in cols))
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                total += float(loss.detach()) * len(idx)
+        return {"train_loss": total / m}
+
+    # -- evaluation ------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """Full-ranking ``Recall@K``, ``NDCG@K``, ... over all items not trained on."""
+        self.model.eval()
+        if isinstance(self.model, ncf.NeuMF):
+            score_fn = self.model.score_all
+            # score_all holds ~ users * items * 2 dim floats: keep a batch near 2^19 pairs.
+            batch = max(1, (1 << 19) // self.ds.num_items)
+        else:
+            u_emb, i_emb = self.model(self.adj)
+
+            def score_fn(users: torch.Tensor) -> torch.Tensor:
+                return u_emb[users] @ i_emb.T
+
+            batch = 2048
+        return evaluate_topk(score_fn, self.train_csr, self.test_csr, ks=(self.cfg.topk,),
+                             batch_size=batch, device=self.device)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        # Copies: torch's state dicts share the live tensors, which keep training.
+        return {"model": copy.deepcopy(self.model.state_dict()),
+                "opt": copy.deepcopy(self.opt.state_dict())}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+
+
+def build_central_ranking(cfg: CentralRankingConfig, dataset: Dataset,
+                          device: torch.device) -> CentralRankingTrainer:
+    return CentralRankingTrainer(cfg, dataset, device)
+
+
+def central_ranking_builder(
+    model: str,
+) -> Callable[[CentralRankingConfig, Dataset, torch.device], CentralRankingTrainer]:
+    """The registry's ``build`` for algorithm ``model``: refuses a config naming another model
+    (``fedrec run lightgcn --set model=neumf`` would otherwise record the wrong algorithm)."""
+
+    def build(cfg: CentralRankingConfig, dataset: Dataset,
+              device: torch.device) -> CentralRankingTrainer:
+        if cfg.model != model:
+            raise ConfigError(f"algorithm {model} trains model {model}, got model: {cfg.model}; "
+                              f"run algorithm {cfg.model} instead")
+        return build_central_ranking(cfg, dataset, device)
+
+    return build

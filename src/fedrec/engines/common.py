@@ -1,0 +1,156 @@
+"""What every engine shares: the run loop, a user slice of a dataset, public metadata.
+
+* :func:`drive` is the round loop of :func:`fedrec.experiment.run_experiment` (train, evaluate
+  every ``eval_every`` rounds and at the end, this round's ledger totals) for any
+  :class:`~fedrec.algorithms.base.Trainer`, so the simulator and a deployment produce the same
+  :class:`~fedrec.experiment.RunResult`;
+* :func:`slice_users` keeps the first ``n`` users of a rating/interaction dataset (real data,
+  fewer clients: what the engine tests and the benchmark run on);
+* :func:`public_meta` / :func:`metadata_dataset`: a server process never loads the ratings. It
+  builds its :class:`~fedrec.algorithms.base.ServerLogic` with the algorithm's own ``build_job``
+  on a *metadata dataset*: the public facts (catalogue size, rating scale, number of users) and
+  one placeholder row per registered client, so that ``partition_by_user`` yields the client ids
+  and nothing else. The placeholder rows are never sent anywhere; an algorithm whose server
+  logic read rating statistics from the dataset would give different results on the deployment
+  than in the simulator, which the engine tests would show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrec.algorithms import AlgorithmSpec, get_algorithm
+from fedrec.algorithms.base import FederatedTrainer, Trainer
+from fedrec.config import RunConfig, build_config, to_dict
+from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
+from fedrec.data.types import Dataset
+from fedrec.errors import ConfigError
+from fedrec.experiment import RunResult, dataset_kind
+from fedrec.federation.runtime import seed_everything
+
+
+def resolve(
+    algorithm: str,
+    dataset: str,
+    config_file: str | Path | None = None,
+    overrides: Sequence[str] | dict[str, Any] = (),
+) -> tuple[AlgorithmSpec, RunConfig]:
+    """The algorithm's registry entry and its resolved configuration (as ``fedrec run``)."""
+    spec = get_algorithm(algorithm)
+    cfg = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
+    return spec, cfg
+
+
+def slice_users(ds: Dataset, n: int | None) -> Dataset:
+    """``ds`` restricted to users ``0..n-1`` (train and test rows, user features); items keep
+    their ids and the catalogue its size. ``None`` or ``n >= num_users``: ``ds`` itself."""
+    if n is None or n <= 0:
+        return ds
+    if not isinstance(ds, RatingDataset | InteractionDataset):
+        raise ConfigError("max_users applies to rating and interaction datasets only")
+    if n >= ds.num_users:
+        return ds
+    feats = ds.user_features[:n] if ds.user_features is not None else None
+    graph = ds.user_graph[:n, :n] if ds.user_graph is not None else None
+    return dataclasses.replace(
+        ds, name=f"{ds.name}-first{n}", num_users=n,
+        train=ds.train.select(ds.train.users < n), test=ds.test.select(ds.test.users < n),
+        user_features=feats, user_graph=graph,
+    )
+
+
+def load_sliced(dataset: str, data_dir: str | Path | None, max_users: int | None) -> Dataset:
+    return slice_users(load_dataset(dataset, data_dir, download=False), max_users)
+
+
+def public_meta(ds: Dataset) -> dict[str, Any]:
+    """The public facts about a dataset that a server may know (no rating, no statistic)."""
+    kind = dataset_kind(ds)
+    if kind == "graph":
+        raise ConfigError("the Flower engine runs recommendation algorithms (rating/interaction)")
+    meta: dict[str, Any] = {"kind": kind, "name": ds.name, "num_users": int(ds.num_users),
+                            "num_items": int(ds.num_items)}
+    if isinstance(ds, RatingDataset):
+        meta.update(rating_min=float(ds.rating_min), rating_max=float(ds.rating_max))
+    return meta
+
+
+def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[int]) -> Dataset:
+    """A dataset holding only ``meta`` and one placeholder training row per client (see the
+    module docstring): what a server or a service party builds its logic from."""
+    ids = np.asarray(sorted(client_ids), dtype=np.int64)
+    train = Interactions(ids, np.zeros(len(ids), dtype=np.int64), np.ones(len(ids), np.float32))
+    empty = Interactions(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    common = dict(name=meta["name"], num_users=meta["num_users"], num_items=meta["num_items"],
+                  train=train, test=empty, meta={"metadata_only": True})
+    if meta["kind"] == "rating":
+        return RatingDataset(**common, rating_min=meta["rating_min"],
+                             rating_max=meta["rating_max"])
+    return InteractionDataset(**common)
+
+
+def service_roles(spec: AlgorithmSpec, cfg: RunConfig) -> list[str]:
+    """The extra parties (third party, aggregator, ...) an algorithm's job declares."""
+    if spec.build_job is None:
+        raise ConfigError(f"{spec.name} is not a federated algorithm (nothing to deploy)")
+    tiny = metadata_dataset({"kind": spec.dataset_kinds[0], "name": "probe", "num_users": 2,
+                             "num_items": 4, "rating_min": 1.0, "rating_max": 5.0}, [0, 1])
+    return sorted(spec.build_job(cfg, tiny, torch.device("cpu")).services)
+
+
+def drive(
+    trainer: Trainer, cfg: RunConfig, result: RunResult,
+    on_round: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """The round loop of :func:`fedrec.experiment.run_experiment` (no checkpoints)."""
+    t0 = time.perf_counter()
+    for rnd in range(1, cfg.rounds + 1):
+        t_round = time.perf_counter()
+        row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
+        if rnd % cfg.eval_every == 0 or rnd == cfg.rounds:
+            row["eval"] = trainer.evaluate()
+        row["communication"] = trainer.ledger.totals(rnd)
+        row["time_s"] = time.perf_counter() - t_round
+        result.history.append(row)
+        if on_round is not None:
+            on_round(row)
+    result.final = next((h["eval"] for h in reversed(result.history) if "eval" in h), {})
+    result.communication = {
+        "totals": trainer.ledger.totals(),
+        "by_step": trainer.ledger.by_step(),
+        "by_role": trainer.ledger.by_role(),
+        "rejected": trainer.ledger.rejected,
+    }
+    result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
+    result.wall_time_s = time.perf_counter() - t0
+    result.status = "complete"
+    return result
+
+
+def simulate(
+    algorithm: str,
+    dataset: str,
+    *,
+    data_dir: str | Path | None = None,
+    config_file: str | Path | None = None,
+    overrides: Sequence[str] | dict[str, Any] = (),
+    max_users: int | None = None,
+    on_round: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """The same job in fedrec's in-process simulator (what a deployment is compared with)."""
+    spec, cfg = resolve(algorithm, dataset, config_file, overrides)
+    ds = load_sliced(dataset, data_dir, max_users)
+    if dataset_kind(ds) not in spec.dataset_kinds:
+        raise ConfigError(f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data")
+    seed_everything(cfg.seed)
+    trainer = spec.build(cfg, ds, torch.device("cpu"))
+    if not isinstance(trainer, FederatedTrainer):
+        raise ConfigError(f"{algorithm} is not a federated algorithm")
+    return drive(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)), on_round)

@@ -1,0 +1,216 @@
+"""The ClientApp: a SuperNode runs the protocol steps of the parties it hosts.
+
+A SuperNode is started with ``--node-config``:
+
+* ``role="client"`` (default), ``partition-id=i``, ``num-partitions=n``, ``data-dir="..."``: it
+  loads the dataset from *its own* data directory, and hosts the ``i``-th of ``n`` contiguous
+  shares of the clients (one client per user, as :func:`~fedrec.data.partition_by_user`);
+* ``role="third_party"`` (or any other service role of the algorithm): it hosts that party,
+  holds no data, and builds the service's logic from the public metadata the server relays.
+
+On every message the node builds the algorithm's job with the algorithm's own ``build_job`` (no
+second copy of any algorithm), restores its parties' persistent state from Flower's
+``Context.state`` (``torch.save`` bytes; Flower keeps it across rounds), runs
+:meth:`~fedrec.federation.runtime.PartyLogic.handle_cohort` for the targeted parties with the
+same :class:`~fedrec.federation.runtime.PartyContext` the simulator builds (keyed randomness from
+(seed, round, step, party)), opens the sealed mail addressed to them into their inbox, and
+replies with codec bytes; routed outputs are sealed for their receivers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrec.engines import wire
+from fedrec.engines.common import (
+    load_sliced,
+    metadata_dataset,
+    public_meta,
+    resolve,
+)
+from fedrec.engines.flower.deploy import decode_config
+from fedrec.engines.flower.envelope import HELLO, STYPE, from_content, to_content
+from fedrec.errors import ConfigError, ProtocolError
+from fedrec.federation.codec import all_finite
+from fedrec.federation.message import Message, PartyId, role_of
+from fedrec.federation.runtime import PartyContext, Routed, seed_everything
+
+STATE_KEY = "fedrec"
+STATES_KEY = "fedrec_states"
+
+
+def node_share(client_ids: list[int], partition_id: int, num_partitions: int) -> list[int]:
+    """The ``partition_id``-th of ``num_partitions`` contiguous shares of the sorted ids."""
+    if not 0 <= partition_id < num_partitions:
+        raise ConfigError(f"partition-id {partition_id} is not in [0, {num_partitions})")
+    return [int(c) for c in np.array_split(np.asarray(sorted(client_ids)), num_partitions)[
+        partition_id]]
+
+
+class NodeHost:
+    """One message's worth of work on a SuperNode (Flower starts a process per message)."""
+
+    def __init__(self, run_config: dict[str, Any], node_config: dict[str, Any],
+                 state: Any) -> None:
+        self.rc = run_config
+        self.nc = node_config
+        self.state = state  # Flower's Context.state (a RecordDict), persistent across messages
+        self.role = str(node_config.get("role", "client"))
+        self.spec, self.cfg = resolve(str(run_config["algorithm"]), str(run_config["dataset"]),
+                                      None, decode_config(str(run_config["config"])))
+
+    # -- persistent node state ---------------------------------------------------------------
+    def _info(self) -> dict[str, Any]:
+        if STATE_KEY not in self.state:
+            return {}
+        return json.loads(str(self.state[STATE_KEY]["info"]))
+
+    def _save_info(self, info: dict[str, Any]) -> None:
+        from flwr.app import ConfigRecord
+
+        self.state[STATE_KEY] = ConfigRecord({"info": json.dumps(info)})
+
+    def _load_states(self) -> dict[PartyId, dict[str, Any]]:
+        if STATES_KEY not in self.state:
+            return {}
+        raw = bytes(self.state[STATES_KEY]["blob"].data)
+        # The node's own bytes, written by this code: a full (not weights-only) unpickle.
+        return torch.load(io.BytesIO(raw), weights_only=False)
+
+    def _save_states(self, states: dict[PartyId, dict[str, Any]]) -> None:
+        from flwr.app import Array, ArrayRecord
+
+        buf = io.BytesIO()
+        torch.save(states, buf)
+        raw = buf.getvalue()
+        self.state[STATES_KEY] = ArrayRecord(
+            {"blob": Array(dtype="uint8", shape=(len(raw),), stype=STYPE, data=raw)})
+
+    # -- data and logic ----------------------------------------------------------------------
+    def _dataset(self):
+        max_users = int(self.rc.get("max-users", 0)) or None
+        return load_sliced(str(self.rc["dataset"]), str(self.nc["data-dir"]), max_users)
+
+    def _hello(self) -> dict[str, Any]:
+        meta = None
+        if self.role == "client":
+            ds = self._dataset()
+            meta = public_meta(ds)
+            parties: list[PartyId] = node_share(
+                ds.user_ids().tolist(), int(self.nc.get("partition-id", 0)),
+                int(self.nc.get("num-partitions", 1)))
+        else:
+            parties = [self.role]
+        keys = {str(p): wire.PartyKeys() for p in parties}
+        self._save_info({"parties": parties,
+                         "private": {p: k.private_bytes().hex() for p, k in keys.items()}})
+        return {"parties": parties, "meta": meta,
+                "keys": [[p, keys[str(p)].public_bytes.hex()] for p in parties]}
+
+    def _job(self, directory: dict[str, Any]):
+        seed_everything(self.cfg.seed)
+        dev = torch.device("cpu")
+        if self.role == "client":
+            job = self.spec.build_job(self.cfg, self._dataset(), dev)
+            return job.client_logic, job.client_data
+        stub = metadata_dataset(directory["meta"], directory["clients"])
+        job = self.spec.build_job(self.cfg, stub, dev)
+        if self.role not in job.services:
+            raise ConfigError(f"{self.spec.name} has no service {self.role!r}")
+        logic, data = job.services[self.role]
+        return logic, {self.role: data}
+
+    # -- one step ----------------------------------------------------------------------------
+    def handle(self, header: dict[str, Any], blobs: dict[str, bytes]
+               ) -> tuple[dict[str, Any], dict[str, bytes]]:
+        if header["kind"] == HELLO:
+            return self._hello(), {}
+        info = self._info()
+        if "directory" in header:
+            info["directory"] = header["directory"]
+            self._save_info(info)
+        directory = info["directory"]
+        public = {p: bytes.fromhex(h) for p, h in directory["keys"]}
+        private = {p: wire.PartyKeys.from_private_bytes(bytes.fromhex(h))
+                   for p, h in info["private"].items()}
+        step, rnd, caller = header["step"], int(header["round"]), header["caller"]
+        hosted = set(info["parties"])
+        logic, data = self._job(directory)
+        states = self._load_states()
+
+        # Mail: sealed routed messages for our parties, opened into their inboxes.
+        inbox: dict[PartyId, list[Message]] = {}
+        rejected = []
+        for receiver, sender, m_step, m_round, key in header["mail"]:
+            if receiver not in hosted:
+                raise ProtocolError(f"mail for {receiver!r} reached the wrong SuperNode")
+            payload = wire.open_sealed(blobs[key], private[str(receiver)], public[sender],
+                                       sender=sender, receiver=receiver, step=m_step, rnd=m_round)
+            if not all_finite(payload):
+                rejected.append([sender, "non-finite values (rejected by the receiver)"])
+                continue
+            inbox.setdefault(receiver, []).append(
+                Message(sender, receiver, m_step, m_round, payload))
+
+        decoded = {k: wire.unpack(blobs[k], s) for k, s in header["schemas"].items()}
+        parties = [p for p, _ in header["targets"]]
+        if any(p not in hosted for p in parties):
+            raise ProtocolError("a request reached the wrong SuperNode")
+        ctxs = []
+        for party in parties:
+            if party not in states:
+                states[party] = logic.init_state(party, data[party])
+            ctxs.append(PartyContext(
+                party=party, data=data[party], state=states[party], round=rnd, step=step,
+                seed=self.cfg.seed, inbox=inbox.pop(party, []), device=torch.device("cpu")))
+        if len({role_of(p) for p in parties}) > 1:
+            raise ProtocolError("one SuperNode hosts parties of one role")
+        outs = logic.handle_cohort(step, ctxs, [decoded[k] for _, k in header["targets"]]) \
+            if ctxs else []
+        self._save_states(states)
+
+        replies, routed, schemas, out_blobs = [], [], {}, {}
+        for party, out in zip(parties, outs, strict=True):
+            if out is None:
+                continue
+            targets = out.to if isinstance(out, Routed) else {caller: out}
+            for receiver, payload in targets.items():
+                key = f"b{len(out_blobs)}"
+                if receiver == caller:
+                    out_blobs[key], schemas[key] = wire.pack(payload)
+                    replies.append([party, key])
+                else:
+                    if receiver not in public:
+                        raise ProtocolError(f"no public key for {receiver!r}")
+                    out_blobs[key], nbytes = wire.seal(
+                        payload, private[str(party)], public[receiver], sender=party,
+                        receiver=receiver, step=step, rnd=rnd)
+                    routed.append([party, receiver, nbytes, key])
+        return ({"replies": replies, "routed": routed, "schemas": schemas,
+                 "rejected_mail": rejected}, out_blobs)
+
+
+def _make_client_app():
+    from flwr.app import Context
+    from flwr.app import Message as FlowerMessage
+    from flwr.clientapp import ClientApp
+
+    app = ClientApp()
+
+    @app.query()
+    def query(msg: FlowerMessage, context: Context) -> FlowerMessage:
+        torch.set_num_threads(1)
+        header, blobs = from_content(msg.content)
+        host = NodeHost(dict(context.run_config), dict(context.node_config), context.state)
+        out_header, out_blobs = host.handle(header, blobs)
+        return FlowerMessage(to_content(out_header, out_blobs), reply_to=msg)
+
+    return app
+
+
+client_app = _make_client_app()

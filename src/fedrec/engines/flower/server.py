@@ -1,0 +1,131 @@
+"""The ServerApp: the algorithm's orchestrator over a :class:`FlowerRuntime`.
+
+Run configuration (``[tool.flwr.app.config]``, written by ``fedrec deploy``): ``algorithm``,
+``dataset``, ``config`` (the resolved configuration as JSON, identical on every party),
+``max-users``, ``num-nodes`` (SuperNodes to wait for), ``out-dir`` (where ``progress.jsonl``,
+``results.json`` or ``error.txt`` are written), ``connect-timeout``, ``call-timeout``,
+``straggler-timeout``.
+
+The server never loads ratings: its :class:`~fedrec.algorithms.base.ServerLogic` comes from the
+algorithm's ``build_job`` on the public metadata the SuperNodes report
+(:func:`~fedrec.engines.common.metadata_dataset`); client logic and data built alongside are
+dropped at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fedrec.algorithms.base import ServerLogic, Trainer
+from fedrec.config import to_dict
+from fedrec.engines.common import drive, metadata_dataset, resolve
+from fedrec.engines.flower.deploy import decode_config
+from fedrec.engines.flower.runtime import FlowerRuntime
+from fedrec.experiment import RunResult
+from fedrec.federation.runtime import seed_everything
+
+
+class FlowerTrainer(Trainer):
+    """A :class:`~fedrec.algorithms.base.Trainer` whose runtime is a :class:`FlowerRuntime`."""
+
+    def __init__(self, server: ServerLogic, runtime: FlowerRuntime) -> None:
+        self.server = server
+        self.runtime = runtime
+        self.ledger = runtime.ledger
+
+    def train_round(self, rnd: int) -> dict[str, float]:
+        self.runtime.begin_round(rnd)
+        return self.server.run_round(self.runtime, rnd)
+
+    def evaluate(self) -> dict[str, float]:
+        return self.server.evaluate(self.runtime)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"server": self.server.state_dict(), "ledger": self.ledger.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.server.load_state_dict(state["server"])
+        self.ledger.load_state_dict(state["ledger"])
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        return self.server.privacy_report()
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=float))
+    tmp.replace(path)
+
+
+def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
+    torch.set_num_threads(1)
+    out = Path(str(rc["out-dir"]))
+    out.mkdir(parents=True, exist_ok=True)
+    logf = (out / "server.log").open("a")
+
+    def log(msg: str) -> None:
+        logf.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
+        logf.flush()
+
+    algorithm, dataset = str(rc["algorithm"]), str(rc["dataset"])
+    spec, cfg = resolve(algorithm, dataset, None, decode_config(str(rc["config"])))
+    rt = FlowerRuntime(
+        grid, seed=cfg.seed, expected_nodes=int(rc["num-nodes"]),
+        connect_timeout=float(rc["connect-timeout"]), call_timeout=float(rc["call-timeout"]),
+        straggler_timeout=float(rc["straggler-timeout"]), log=log)
+    t0 = time.perf_counter()
+    rt.connect()
+    setup_s = time.perf_counter() - t0
+    assert rt.meta is not None and spec.build_job is not None
+    seed_everything(cfg.seed)
+    job = spec.build_job(cfg, metadata_dataset(rt.meta, rt.client_ids), torch.device("cpu"))
+    trainer = FlowerTrainer(job.server, rt)
+    del job  # only the server logic lives here
+    progress = out / "progress.jsonl"
+
+    def on_round(row: dict[str, Any]) -> None:
+        row = dict(row, wire_sent=rt.wire.sent[row["round"]],
+                   wire_received=rt.wire.received[row["round"]], dead_nodes=len(rt.dead))
+        with progress.open("a") as f:
+            f.write(json.dumps(row, default=float) + "\n")
+        log(f"round {row['round']} done in {row['time_s']:.1f} s")
+
+    result = drive(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)), on_round)
+    data = result.to_json()
+    data["engine"] = {
+        "name": "flower", "setup_s": setup_s, "wire": rt.wire.to_dict(),
+        "nodes": len(set(rt.node_of.values())), "dead_nodes": sorted(rt.dead),
+        "clients": len(rt.client_ids), "errors": rt.errors,
+    }
+    _write_json(out / "results.json", data)
+    log("done")
+    return data
+
+
+def _make_server_app():
+    from flwr.app import Context
+    from flwr.serverapp import Grid, ServerApp
+
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        rc = dict(context.run_config)
+        try:
+            run_server(grid, rc)
+        except BaseException:
+            out = Path(str(rc["out-dir"]))
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "error.txt").write_text(traceback.format_exc())
+            raise
+
+    return app
+
+
+server_app = _make_server_app()

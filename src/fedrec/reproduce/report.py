@@ -1,0 +1,73 @@
+"""Turning a reproduction's results into markdown tables and PNG plots.
+
+Every figure written here is computed from the ``results.json`` files of the runs (mean and
+sample standard deviation over seeds); published numbers are labelled as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Results = list[dict[str, Any]]
+
+
+def metric(runs: Results, name: str) -> list[float]:
+    """``final[name]`` of each seed's run (missing values dropped)."""
+    return [float(r["final"][name]) for r in runs if name in r.get("final", {})]
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single seed; NaN when empty)."""
+    if not values:
+        return math.nan, math.nan
+    arr = np.asarray(values, dtype=np.float64)
+    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+
+
+def fmt(values: Sequence[float], digits: int = 4) -> str:
+    """``mean ± std (n)`` of the seeds' values, or ``–`` when there are none."""
+    if not values:
+        return "–"
+    m, s = mean_std(values)
+    return f"{m:.{digits}f} ± {s:.{digits}f} ({len(values)})"
+
+
+def train_bytes_per_round(run: dict[str, Any]) -> float:
+    """Bytes of the ``train`` step (both directions) per round, from the run's ledger."""
+    by_step = run["communication"]["by_step"]
+    total = sum(v["bytes"] for k, v in by_step.items() if k.startswith("train "))
+    return total / run["config"]["rounds"]
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"
+
+
+def command_of(spec_algorithm: str, dataset: str, overrides: dict[str, Any]) -> str:
+    sets = "".join(f" --set {k}={v}" for k, v in overrides.items())
+    return f"fedrec run {spec_algorithm} --dataset {dataset}{sets} --set seed=S"
+
+
+def plot(path: Path, panels: Sequence[Callable[[Any], None]], title: str) -> None:
+    """Draw ``panels`` (each a function of a matplotlib Axes) side by side into ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
+    for ax, draw in zip(axes[0], panels, strict=True):
+        draw(ax)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

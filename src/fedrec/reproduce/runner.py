@@ -1,0 +1,82 @@
+"""Running a reproduction's grid of experiments: one :func:`~fedrec.experiment.run_experiment`
+per (setting, seed), each in its own folder, resumable.
+
+A reproduction is a list of :class:`RunSpec`. :func:`run_all` runs each into
+``OUT/runs/KEY/seed-S/`` and skips a run whose ``results.json`` is complete, so a reproduction
+interrupted after hours continues where it stopped (a run interrupted mid-way resumes from its
+own checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedrec.experiment import RESULTS_NAME, run_experiment
+from fedrec.federation.checkpoint import CHECKPOINT_NAME
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One setting of a reproduction; ``key`` names it in tables and folders."""
+
+    key: str
+    algorithm: str
+    dataset: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    seeds: tuple[int, ...] = (0,)
+
+
+def _log(msg: str) -> None:
+    print(f"[reproduce {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None = None,
+            device: str = "cpu", progress: bool = False,
+            runner: Callable[..., Any] = run_experiment) -> dict[str, list[dict[str, Any]]]:
+    """Run (or load) every (spec, seed); return ``{key: [results.json of each seed]}``."""
+    results: dict[str, list[dict[str, Any]]] = {}
+    total = sum(len(s.seeds) for s in specs)
+    done = 0
+    for spec in specs:
+        for seed in spec.seeds:
+            done += 1
+            folder = out / "runs" / spec.key / f"seed-{seed}"
+            path = folder / RESULTS_NAME
+            if path.is_file() and json.loads(path.read_text()).get("status") == "complete":
+                res = json.loads(path.read_text())
+                if res["config"].get("seed") == seed and all(
+                        _same(res["config"].get(k), v) for k, v in spec.overrides.items()):
+                    results.setdefault(spec.key, []).append(res)
+                    continue
+            _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
+                 f"--dataset {spec.dataset} " + " ".join(f"--set {k}={v}" for k, v in
+                                                         spec.overrides.items()))
+            resume = (folder / CHECKPOINT_NAME).is_file()
+            try:
+                runner(spec.algorithm, spec.dataset, data_dir=data_dir,
+                       overrides={**spec.overrides, "seed": seed}, out_dir=folder,
+                       resume=resume, device=device, progress=progress)
+            except Exception:
+                if not resume:
+                    raise
+                # A checkpoint from other settings: start the run again from scratch.
+                (folder / CHECKPOINT_NAME).unlink()
+                runner(spec.algorithm, spec.dataset, data_dir=data_dir,
+                       overrides={**spec.overrides, "seed": seed}, out_dir=folder,
+                       resume=False, device=device, progress=progress)
+            results.setdefault(spec.key, []).append(json.loads(path.read_text()))
+    return results
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return list(a) == list(b)
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    return a == b
