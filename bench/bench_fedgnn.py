@@ -98,15 +98,21 @@ def bench_ml100k(args) -> dict[str, float]:
 def bench_ratio(args) -> dict[str, float]:
     ds = load_dataset("ml-100k", args.data_dir)
     fed, fcfg = build("fedgnn", ds, args.device)
+    # The same federated job without the LDP machinery (no pseudo items, no noise; clipping
+    # kept): what federating the computation costs apart from what privacy costs.
+    bare, bcfg = build("fedgnn", ds, args.device, pseudo_items=0, laplace=0.0)
     cen, _ = build("gnn-central", ds, args.device, dim=fcfg.dim, gnn=fcfg.gnn)
-    f_times, c_times = [], []
-    for e in range(args.epochs):  # interleaved, so load changes hit both alike
-        f_times.append(fedgnn_epoch(fed, fcfg, 1 + e * fed.job.server.rounds_per_epoch))
+    f_times, b_times, c_times = [], [], []
+    for e in range(args.epochs):  # interleaved, so load changes hit all alike
+        first = 1 + e * fed.job.server.rounds_per_epoch
+        f_times.append(fedgnn_epoch(fed, fcfg, first))
+        b_times.append(fedgnn_epoch(bare, bcfg, first))
         t0 = time.perf_counter()
         cen.train_round(e + 1)
         c_times.append(time.perf_counter() - t0)
-    f, c = float(np.median(f_times)), float(np.median(c_times))
-    return {"fedgnn_epoch_s": f, "central_epoch_s": c, "ratio": f / c}
+    f, b, c = (float(np.median(x)) for x in (f_times, b_times, c_times))
+    return {"fedgnn_epoch_s": f, "fedgnn_no_ldp_epoch_s": b, "central_epoch_s": c,
+            "ratio": f / c, "ratio_no_ldp": b / c}
 
 
 def bench_synthetic(args) -> dict[str, float]:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.base import Trainer
 from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import load_dataset
 from fedrec.data.types import GraphDataset, InteractionDataset, RatingDataset
@@ -158,6 +159,20 @@ def run_experiment(
         if stop_after is not None and rnd >= stop_after and rnd < cfg.rounds:
             result.status = "interrupted"
             return result
+    finish_result(result, trainer, t0, elapsed_before)
+    if out is not None:
+        tmp = out / (RESULTS_NAME + ".tmp")
+        tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
+        tmp.replace(out / RESULTS_NAME)
+    return result
+
+
+def finish_result(
+    result: RunResult, trainer: Trainer, t0: float, elapsed_before: float = 0.0
+) -> RunResult:
+    """Complete ``result`` after its last round: the last evaluation, the ledger's totals, the
+    privacy report, the wall time (``elapsed_before`` plus the time since ``t0``, a
+    :func:`time.perf_counter` reading) and status ``complete``. Every engine ends a run so."""
     result.final = next((h["eval"] for h in reversed(result.history) if "eval" in h), {})
     result.communication = {
         "totals": trainer.ledger.totals(),
@@ -169,10 +184,6 @@ def run_experiment(
     result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
     result.status = "complete"
-    if out is not None:
-        tmp = out / (RESULTS_NAME + ".tmp")
-        tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
-        tmp.replace(out / RESULTS_NAME)
     return result
 
 

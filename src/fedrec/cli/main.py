@@ -17,10 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fedrec.errors import FedrecError
+
+if TYPE_CHECKING:
+    from fedrec.experiment import RunResult
 
 
 def _format_bytes(n: float) -> str:
@@ -34,6 +38,30 @@ def _format_bytes(n: float) -> str:
 def _table(rows: Sequence[tuple[str, str]]) -> str:
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+
+
+def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The summary ``fedrec run`` and ``fedrec deploy`` print: final metrics, traffic, privacy,
+    wall time. ``result`` is a :class:`~fedrec.experiment.RunResult` or its JSON form."""
+    r = result if isinstance(result, Mapping) else vars(result)
+    totals = r["communication"].get("totals", {})
+    rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),
+            ("rounds", str(r["config"]["rounds"]))]
+    rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
+             for k, v in r["final"].items() if isinstance(v, int | float)]
+    rows += [
+        ("bytes up (clients->services)", _format_bytes(totals.get("bytes_up", 0))),
+        ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
+        ("bytes total", _format_bytes(totals.get("bytes_total", 0))),
+    ]
+    privacy = r.get("privacy") or {}
+    if privacy.get("epsilon") is None:
+        rows.append(("privacy", "no formal guarantee (epsilon = infinity)"))
+    for key in ("epsilon", "delta", "epsilon_per_upload"):
+        if privacy.get(key) is not None:
+            rows.append((key, f"{privacy[key]:.4g}"))
+    rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
+    return rows
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -51,23 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=args.device,
         progress=not args.quiet,
     )
-    totals = result.communication.get("totals", {})
-    rows = [("algorithm", result.algorithm), ("dataset", result.dataset),
-            ("rounds", str(result.config["rounds"]))]
-    rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
-             for k, v in result.final.items() if isinstance(v, int | float)]
-    rows += [
-        ("bytes up (clients->services)", _format_bytes(totals.get("bytes_up", 0))),
-        ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
-        ("bytes total", _format_bytes(totals.get("bytes_total", 0))),
-    ]
-    privacy = result.privacy or {}
-    if privacy.get("epsilon") is None:
-        rows.append(("privacy", "no formal guarantee (epsilon = infinity)"))
-    for key in ("epsilon", "delta", "epsilon_per_upload"):
-        if privacy.get(key) is not None:
-            rows.append((key, f"{privacy[key]:.4g}"))
-    rows.append(("wall time", f"{result.wall_time_s:.1f} s"))
+    rows = summary_rows(result)
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))
     print(_table(rows))
@@ -81,7 +93,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     reproduce = get_reproduction(args.name)
     out = Path(args.out or os.path.join("results", args.name + ("-quick" if args.quick else "")))
     report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
-                       data_dir=args.data_dir, device=args.device, progress=not args.quiet)
+                       data_dir=args.data_dir, device=args.device, progress=not args.quiet,
+                       run_missing=not args.report_only)
     print(f"report: {report}")
     return 0
 
@@ -161,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--device", default="cpu", help="cpu or cuda")
     rep.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    rep.add_argument("--report-only", action="store_true",
+                     help="write the report from the runs completed so far; run nothing")
     rep.set_defaults(func=cmd_reproduce)
 
     from fedrec.engines.cli import add_deploy_parser

@@ -43,29 +43,6 @@ def add_deploy_parser(sub: Any) -> None:
     dep.set_defaults(func=cmd_deploy)
 
 
-def _summary(result: dict[str, Any]) -> list[tuple[str, str]]:
-    from fedrec.cli.main import _format_bytes
-
-    totals = result["communication"].get("totals", {})
-    rows = [("algorithm", result["algorithm"]), ("dataset", result["dataset"]),
-            ("rounds", str(result["config"]["rounds"]))]
-    rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
-             for k, v in result["final"].items() if isinstance(v, int | float)]
-    rows += [
-        ("bytes up (clients->services)", _format_bytes(totals.get("bytes_up", 0))),
-        ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
-        ("bytes total", _format_bytes(totals.get("bytes_total", 0))),
-    ]
-    privacy = result.get("privacy") or {}
-    if privacy.get("epsilon") is None:
-        rows.append(("privacy", "no formal guarantee (epsilon = infinity)"))
-    for key in ("epsilon", "delta", "epsilon_per_upload"):
-        if privacy.get(key) is not None:
-            rows.append((key, f"{privacy[key]:.4g}"))
-    rows.append(("wall time", f"{result['wall_time_s']:.1f} s"))
-    return rows
-
-
 def max_relative_difference(a: dict[str, float], b: dict[str, float]) -> float:
     keys = set(a) & set(b)
     return max((abs(a[k] - b[k]) / max(abs(b[k]), 1e-300) for k in keys), default=math.nan)
@@ -74,7 +51,7 @@ def max_relative_difference(a: dict[str, float], b: dict[str, float]) -> float:
 def cmd_deploy(args: argparse.Namespace) -> int:
     import torch
 
-    from fedrec.cli.main import _format_bytes, _table
+    from fedrec.cli.main import _format_bytes, _table, summary_rows
     from fedrec.engines.flower.deploy import deploy
 
     torch.set_num_threads(1)
@@ -89,7 +66,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     eng = result["engine"]
     rows = [("engine", f"flower (1 SuperLink, {eng['nodes']} SuperNodes on 127.0.0.1, "
                        f"{eng['clients']} clients)")]
-    rows += _summary(result)
+    rows += summary_rows(result)
     wire = sum(eng["wire"]["sent"].values()) + sum(eng["wire"]["received"].values())
     rows.append(("flower message bytes", _format_bytes(wire)))
     if eng["dead_nodes"]:
@@ -105,7 +82,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                        config_file=args.config, overrides=args.set or [],
                        max_users=args.max_users).to_json()
         print("\nin-process simulator, same job:")
-        print(_table(_summary(sim)))
+        print(_table(summary_rows(sim)))
         diff = max_relative_difference(result["final"], sim["final"])
         same_bytes = result["communication"]["totals"] == sim["communication"]["totals"]
         print(f"\n  max relative difference of final metrics: {diff:.3g}; "

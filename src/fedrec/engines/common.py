@@ -32,7 +32,7 @@ from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
-from fedrec.experiment import RunResult, dataset_kind
+from fedrec.experiment import RunResult, dataset_kind, finish_result
 from fedrec.federation.runtime import seed_everything
 
 
@@ -121,17 +121,7 @@ def drive(
         result.history.append(row)
         if on_round is not None:
             on_round(row)
-    result.final = next((h["eval"] for h in reversed(result.history) if "eval" in h), {})
-    result.communication = {
-        "totals": trainer.ledger.totals(),
-        "by_step": trainer.ledger.by_step(),
-        "by_role": trainer.ledger.by_role(),
-        "rejected": trainer.ledger.rejected,
-    }
-    result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
-    result.wall_time_s = time.perf_counter() - t0
-    result.status = "complete"
-    return result
+    return finish_result(result, trainer, t0)
 
 
 def simulate(

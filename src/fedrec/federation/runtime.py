@@ -123,6 +123,19 @@ class Runtime(ABC):
         """This round's participants: ``count`` clients drawn without replacement."""
 
 
+def sample_cohort(client_ids: Sequence[int], count: int, seed: int, rnd: int) -> list[int]:
+    """Round ``rnd``'s cohort: ``count`` of ``client_ids`` (sorted) drawn without replacement
+    from the run ``seed``; all of them when ``count`` is at least their number. Every runtime
+    draws with this function, so that the same seed gives the same cohort on every engine."""
+    n = len(client_ids)
+    if count <= 0:
+        raise ConfigError(f"clients per round must be positive, got {count}")
+    if count >= n:
+        return list(client_ids)
+    rng = numpy_rng(seed, rnd, "sample")
+    return sorted(np.asarray(client_ids)[rng.choice(n, count, replace=False)].tolist())
+
+
 class InProcessRuntime(Runtime):
     """The simulator: every party lives in this process; messages are metered, not copied."""
 
@@ -180,13 +193,7 @@ class InProcessRuntime(Runtime):
         self._drop_after[client] = self._calls_answered[client] + after_calls
 
     def sample_clients(self, count: int) -> list[int]:
-        n = len(self._client_ids)
-        if count <= 0:
-            raise ConfigError(f"clients per round must be positive, got {count}")
-        if count >= n:
-            return list(self._client_ids)
-        rng = numpy_rng(self.seed, self.round, "sample")
-        return sorted(np.asarray(self._client_ids)[rng.choice(n, count, replace=False)].tolist())
+        return sample_cohort(self._client_ids, count, self.seed, self.round)
 
     # -- messaging ---------------------------------------------------------------------------
     def _deliver(self, msg: Message, finite: bool | None = None) -> bool:

@@ -196,7 +196,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
-              gowalla: bool = False) -> Path:
+              gowalla: bool = False, run_missing: bool = True) -> Path:
     names = ["ml-100k"] if quick else ["ml-100k", "steam-200k"] + (["gowalla"] if gowalla else [])
     datasets = []
     for name in names:
@@ -210,5 +210,6 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
     if quick:
         seeds = 1
     specs = plan(datasets, seeds, sweep_seeds, quick)
-    res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress)
+    res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
+                  run_missing=run_missing)
     return write_report(out, specs, res, datasets, data_dir, quick)

@@ -38,8 +38,11 @@ def _log(msg: str) -> None:
 
 def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None = None,
             device: str = "cpu", progress: bool = False,
-            runner: Callable[..., Any] = run_experiment) -> dict[str, list[dict[str, Any]]]:
-    """Run (or load) every (spec, seed); return ``{key: [results.json of each seed]}``."""
+            runner: Callable[..., Any] = run_experiment, run_missing: bool = True,
+            ) -> dict[str, list[dict[str, Any]]]:
+    """Run (or load) every (spec, seed); return ``{key: [results.json of each seed]}``.
+
+    ``run_missing=False`` only loads the completed runs (a report of what is done so far)."""
     results: dict[str, list[dict[str, Any]]] = {}
     total = sum(len(s.seeds) for s in specs)
     done = 0
@@ -54,6 +57,8 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                         _same(res["config"].get(k), v) for k, v in spec.overrides.items()):
                     results.setdefault(spec.key, []).append(res)
                     continue
+            if not run_missing:
+                continue
             _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
                  f"--dataset {spec.dataset} " + " ".join(f"--set {k}={v}" for k, v in
                                                          spec.overrides.items()))

@@ -26,16 +26,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from fedrec.engines import wire
 from fedrec.engines.flower.envelope import HELLO, MESSAGE_TYPE, from_content, to_content, wire_size
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload, all_finite, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import SERVER, Message, PartyId, role_of
-from fedrec.federation.rng import numpy_rng
-from fedrec.federation.runtime import Observer, Runtime
+from fedrec.federation.runtime import Observer, Runtime, sample_cohort
 
 Log = Callable[[str], None]
 
@@ -145,14 +142,8 @@ class FlowerRuntime(Runtime):
         self.round = rnd
 
     def sample_clients(self, count: int) -> list[int]:
-        # The simulator's draw (InProcessRuntime.sample_clients): same seed, same cohort.
-        n = len(self._client_ids)
-        if count <= 0:
-            raise ConfigError(f"clients per round must be positive, got {count}")
-        if count >= n:
-            return list(self._client_ids)
-        rng = numpy_rng(self.seed, self.round, "sample")
-        return sorted(np.asarray(self._client_ids)[rng.choice(n, count, replace=False)].tolist())
+        # The simulator's draw: same seed, same cohort.
+        return sample_cohort(self._client_ids, count, self.seed, self.round)
 
     def _deliver(self, msg: Message, finite: bool) -> bool:
         self.ledger.record(msg)
