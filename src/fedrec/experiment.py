@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import resource
 import sys
 import time
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ class RunResult:
     communication: dict[str, Any] = field(default_factory=dict)
     privacy: dict[str, Any] | None = None
     wall_time_s: float = 0.0
+    peak_rss_mib: float = 0.0
     status: str = "running"
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +58,7 @@ class RunResult:
             "communication": self.communication,
             "privacy": self.privacy,
             "wall_time_s": self.wall_time_s,
+            "peak_rss_mib": self.peak_rss_mib,
             "versions": package_versions(),
         }
 
@@ -183,6 +186,8 @@ def finish_result(
     # Every result states its privacy: an accountant's figures, or explicitly none.
     result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
+    # The process's peak resident memory (Linux reports KiB): an upper bound on the run's own.
+    result.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result.status = "complete"
     return result
 

@@ -72,6 +72,7 @@ train + test rows are re-split per user (``test_fraction``, seed ``split_seed``)
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -544,7 +545,9 @@ class PTFServer(ServerLogic):
             rt.observers.append(self.attack)
             self._observing.add(id(rt))
         selected = rt.sample_clients(cfg.clients_per_round or len(rt.client_ids))
+        t0 = time.perf_counter()  # the round's time split: clients, server, dispersal
         replies = rt.broadcast("train", selected, {})
+        t_clients = time.perf_counter() - t0
         if not replies:
             raise ProtocolError(f"round {rnd}: no client upload arrived")
         for c, r in replies.items():
@@ -571,8 +574,12 @@ class PTFServer(ServerLogic):
                 self.update_counts[torch.unique(items[idx])] += 1
                 total += float(loss.detach())
                 n_batches += 1
+        t_server = time.perf_counter() - t0 - t_clients
         n_disp = self._disperse(rt, replies, rnd)
         stats: dict[str, float] = {
+            "time_clients_s": t_clients,
+            "time_server_s": t_server,
+            "time_dispersal_s": time.perf_counter() - t0 - t_clients - t_server,
             "clients": float(len(replies)),
             "upload_items_mean": float(len(items) / len(replies)),
             "server_loss": total / max(len(users) * cfg.server_epochs, 1),

@@ -146,6 +146,21 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     lines.append("## Communication (bytes per client per round, ledger, evaluation included)\n")
     lines.append(markdown_table(["dataset", "PTF-FedRec", "FedAvg-NeuMF", "ratio"], comm))
 
+    perf = []
+    for ds in datasets:
+        for r in res.get(f"table/{ds}/ptf-fedrec", []):
+            split = {k: float(np.mean([h["train"][k] for h in r["history"] if k in h["train"]]))
+                     if any(k in h["train"] for h in r["history"]) else float("nan")
+                     for k in ("time_clients_s", "time_server_s", "time_dispersal_s")}
+            peak = r.get("peak_rss_mib")
+            perf.append([ds, str(r["seed"]), f"{r['wall_time_s']:.0f}",
+                         *(f"{split[k]:.2f}" for k in split),
+                         f"{peak:,.0f}" if peak else "–"])
+    lines.append("## Performance (wall time of the whole run, evaluation included; mean per "
+                 "round)\n")
+    lines.append(markdown_table(["dataset", "seed", "run wall s", "clients s/round",
+                                 "server s/round", "dispersal s/round", "peak RSS MiB"], perf))
+
     base = res.get("defense/none", [])
     f0, n0 = mean_std(attack_f1(base))[0], mean_std(metric(base, "NDCG@20"))[0]
     prows = []
