@@ -41,3 +41,59 @@ def _simulate_lost(data_root, overrides: dict, users: int, lost: list[int],
 @pytest.fixture(scope="session")
 def simulate_lost():
     return _simulate_lost
+
+
+class _Watch:
+    """Round hook of a deployment: keeps the Deployment, records the addresses its processes
+    listen on (after round 1) and then optionally SIGKILLs the SuperNode named ``kill`` (with
+    its executor)."""
+
+    def __init__(self, kill: str | None = None) -> None:
+        self.kill = kill
+        self.dep = None
+        self.killed: list[int] = []
+        self.listening: set[str] = set()
+
+    def __call__(self, row: dict, dep) -> None:
+        import psutil
+
+        self.dep = dep
+        if row["round"] != 1:
+            return
+        for p in dep.procs:
+            try:
+                conns = psutil.Process(p.popen.pid).net_connections(kind="inet")
+            except psutil.NoSuchProcess:
+                continue
+            self.listening |= {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
+        if self.kill:
+            self.killed = dep.kill_node(self.kill)
+
+
+def _rel_diff(a: dict, b: dict) -> float:
+    keys = set(a) & set(b)
+    assert keys, (a, b)
+    return max(abs(a[k] - b[k]) / max(abs(b[k]), 1e-300) for k in keys)
+
+
+def _no_process_left(watch: _Watch) -> None:
+    import psutil
+
+    dep = watch.dep
+    assert dep is not None
+    for p in dep.procs:
+        assert p.popen.poll() is not None, p.name
+    for pid, t in dep.seen.items():
+        try:
+            proc = psutil.Process(pid)
+            assert proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - t) > 1e-3
+        except psutil.NoSuchProcess:
+            pass
+
+
+@pytest.fixture(scope="session")
+def deploy_helpers():
+    """``Watch``, ``rel_diff`` and ``no_process_left`` for deployment tests."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(Watch=_Watch, rel_diff=_rel_diff, no_process_left=_no_process_left)

@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from fedrec.engines.common import simulate
-from fedrec.engines.flower.deploy import LOOPBACK, Deployment, deploy
+from fedrec.engines.flower.deploy import LOOPBACK, deploy
 from fedrec.engines.flower.node import node_share
 
 USERS = 40
@@ -35,44 +35,16 @@ FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pse
 KILL = dict(FCF, eval_every=2)
 
 
-def rel_diff(a: dict, b: dict) -> float:
-    keys = set(a) & set(b)
-    assert keys, (a, b)
-    return max(abs(a[k] - b[k]) / max(abs(b[k]), 1e-300) for k in keys)
-
-
-class Watch:
-    """Round hook: keeps the Deployment, checks sockets, optionally kills a SuperNode."""
-
-    def __init__(self, kill: str | None = None) -> None:
-        self.kill = kill
-        self.dep: Deployment | None = None
-        self.killed: list[int] = []
-        self.listening: set[str] = set()
-
-    def __call__(self, row: dict, dep: Deployment) -> None:
-        self.dep = dep
-        if row["round"] != 1:
-            return
-        for p in dep.procs:
-            try:
-                conns = psutil.Process(p.popen.pid).net_connections(kind="inet")
-            except psutil.NoSuchProcess:
-                continue
-            self.listening |= {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
-        if self.kill:
-            self.killed = dep.kill_node(self.kill)
-
-
-def _run(data_root, algorithm: str, overrides: dict, watch: Watch, straggler: float) -> dict:
+def _run(data_root, algorithm: str, overrides: dict, watch, straggler: float) -> dict:
     return deploy(algorithm, "ml-100k", data_dir=data_root, overrides=overrides,
                   max_users=USERS, nodes=3, timeout=600, call_timeout=300,
                   straggler_timeout=straggler, on_round=watch)
 
 
 @pytest.fixture(scope="module")
-def runs(ml100k_root):
-    watches = {"fcf": Watch(), "fedgnn": Watch(), "kill": Watch(kill="supernode-2")}
+def runs(ml100k_root, deploy_helpers):
+    watch = deploy_helpers.Watch
+    watches = {"fcf": watch(), "fedgnn": watch(), "kill": watch(kill="supernode-2")}
     jobs = {"fcf": ("fcf", FCF, 0.0), "fedgnn": ("fedgnn", FEDGNN, 0.0),
             "kill": ("fcf", KILL, 20.0)}
     with cf.ThreadPoolExecutor(len(jobs)) as pool:
@@ -82,34 +54,22 @@ def runs(ml100k_root):
     return results, watches
 
 
-def _no_process_left(watch: Watch) -> None:
-    dep = watch.dep
-    assert dep is not None
-    for p in dep.procs:
-        assert p.popen.poll() is not None, p.name
-    for pid, t in dep.seen.items():
-        try:
-            proc = psutil.Process(pid)
-            assert proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - t) > 1e-3
-        except psutil.NoSuchProcess:
-            pass
-
-
-def test_fcf_deployment_equals_simulator(runs, ml100k_root) -> None:
+def test_fcf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
     results, watches = runs
     res = results["fcf"]
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=FCF,
                    max_users=USERS).to_json()
     assert res["engine"]["nodes"] == 3 and res["engine"]["clients"] == USERS
     for a, b in zip(res["history"], sim["history"], strict=True):
-        assert rel_diff(a["eval"], b["eval"]) <= 1e-12
+        assert deploy_helpers.rel_diff(a["eval"], b["eval"]) <= 1e-12
         assert a["train"] == b["train"] and a["communication"] == b["communication"]
     assert res["communication"]["by_step"] == sim["communication"]["by_step"]
     assert watches["fcf"].listening == {LOOPBACK}  # nothing listens beyond loopback
-    _no_process_left(watches["fcf"])
+    deploy_helpers.no_process_left(watches["fcf"])
 
 
-def test_fedgnn_deployment_with_third_party_node_equals_simulator(runs, ml100k_root) -> None:
+def test_fedgnn_deployment_with_third_party_node_equals_simulator(
+        runs, ml100k_root, deploy_helpers) -> None:
     results, watches = runs
     res = results["fedgnn"]
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=FEDGNN,
@@ -117,17 +77,18 @@ def test_fedgnn_deployment_with_third_party_node_equals_simulator(runs, ml100k_r
     assert res["engine"]["nodes"] == 4  # 3 client SuperNodes + the third party's
     assert res["history"][0]["train"]["expanded"] == 1.0
     for a, b in zip(res["history"], sim["history"], strict=True):
-        assert rel_diff(a["eval"], b["eval"]) <= 1e-6
-        assert rel_diff(a["train"], b["train"]) <= 1e-6
+        assert deploy_helpers.rel_diff(a["eval"], b["eval"]) <= 1e-6
+        assert deploy_helpers.rel_diff(a["train"], b["train"]) <= 1e-6
         assert a["communication"] == b["communication"]
     steps = res["communication"]["by_step"]
     assert steps == sim["communication"]["by_step"]
     assert steps["expand_key (client->third_party)"]["messages"] == USERS
     assert watches["fedgnn"].listening == {LOOPBACK}
-    _no_process_left(watches["fedgnn"])
+    deploy_helpers.no_process_left(watches["fedgnn"])
 
 
-def test_killed_supernode_does_not_stop_the_run(runs, ml100k_root, simulate_lost) -> None:
+def test_killed_supernode_does_not_stop_the_run(
+        runs, ml100k_root, simulate_lost, deploy_helpers) -> None:
     results, watches = runs
     res, watch = results["kill"], watches["kill"]
     assert watch.killed  # the SuperNode and its executor were SIGKILLed after round 1
@@ -142,5 +103,5 @@ def test_killed_supernode_does_not_stop_the_run(runs, ml100k_root, simulate_lost
     assert trained in (USERS, USERS - len(lost))
     assert res["final"]["eval_clients"] == USERS - len(lost)
     expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=trained < USERS)
-    assert rel_diff(res["final"], expected) <= 1e-12
-    _no_process_left(watch)
+    assert deploy_helpers.rel_diff(res["final"], expected) <= 1e-12
+    deploy_helpers.no_process_left(watch)

@@ -10,7 +10,12 @@ from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn, build_fedgnn_jo
 from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf, build_fedmf_job
 from fedrec.algorithms.gnn_central import GNNCentralConfig, build_gnn_central
 from fedrec.algorithms.pmf import PMFConfig, build_pmf
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec, build_ptf_fedrec_job
+from fedrec.algorithms.ptf_fedrec import (
+    PTFFedRecConfig,
+    build_ptf_fedrec,
+    build_ptf_fedrec_job,
+    ptf_instruments,
+)
 from fedrec.errors import ConfigError
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -52,6 +57,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             dataset_kinds=("rating", "interaction"),
             build=build_ptf_fedrec,
             build_job=build_ptf_fedrec_job,
+            instruments=ptf_instruments,
         ),
         AlgorithmSpec(
             name="fedavg-ncf",

@@ -49,6 +49,13 @@ class ServerLogic(ABC):
         """Privacy spent so far (epsilon, delta, accountant), or None for no formal guarantee."""
         return None
 
+    def attach_instruments(self, instruments: dict[str, Any]) -> None:
+        """Hand the server the experimenter's instruments built by
+        :attr:`AlgorithmSpec.instruments` (see there); only algorithms that declare them
+        accept any."""
+        if instruments:
+            raise TypeError(f"{type(self).__name__} takes no experimenter's instruments")
+
 
 @dataclass
 class FederatedJob:
@@ -131,3 +138,13 @@ class AlgorithmSpec:
     dataset_kinds: tuple[str, ...]
     build: Callable[[RunConfig, Dataset, torch.device], Trainer]
     build_job: Callable[[RunConfig, Dataset, torch.device], FederatedJob] | None = None
+    #: The *experimenter's instruments* of a federated algorithm whose server-side evaluation
+    #: needs ground truth the server never learns from the protocol (PTF-FedRec: the held-out
+    #: interactions that rank its hidden model, the positives its top-guess attack is scored
+    #: against), built from the ratings as ``{name: object}`` and handed to the server logic
+    #: with :meth:`ServerLogic.attach_instruments`. They only compute metrics; no protocol step
+    #: reads them. ``build_job`` attaches them itself on a real dataset and leaves them out on a
+    #: metadata-only one (:func:`fedrec.engines.common.metadata_dataset`), where a deployment's
+    #: ServerApp attaches them only when the experimenter hands it the ground truth
+    #: (``fedrec deploy --experimenter-oracle``).
+    instruments: Callable[[RunConfig, Dataset], dict[str, Any]] | None = None

@@ -55,6 +55,10 @@ matrices are an experimenter's instrument held next to the server, not something
 the protocol); each client ranks all items with its own NeuMF and reports only its metrics
 (``client_Recall@K``, ...). The top-guess attack (:class:`fedrec.attacks.TopGuessAttack`) runs as
 an observer on the server's inbox; its per-round means are in each round's training statistics.
+Both instruments come from :func:`ptf_instruments` (the registry's ``instruments``): a server
+built on public metadata only (a Flower ServerApp) has neither unless the experimenter attaches
+them (``fedrec deploy --experimenter-oracle``); without them it reports the clients' metrics
+only and no attack statistics.
 ``attack_k: ratio`` (default) lets it guess ``k = round(n_uploaded / (1 + num_negatives))``: the
 protocol's public negative ratio, exact when everything trained is uploaded (``defense: none``);
 ``attack_k: oracle`` grants it the true number of uploaded positives.
@@ -505,7 +509,7 @@ class PTFServer(ServerLogic):
     """Holds the hidden graph model; learns from uploaded scores; disperses soft labels."""
 
     def __init__(self, cfg: PTFFedRecConfig, num_users: int, num_items: int,
-                 score_oracle: Callable[[ScoreFn], dict[str, float]],
+                 score_oracle: Callable[[ScoreFn], dict[str, float]] | None = None,
                  attack: TopGuessAttack | None = None) -> None:
         self.cfg = cfg
         self.num_users, self.num_items = num_users, num_items
@@ -521,10 +525,18 @@ class PTFServer(ServerLogic):
         self.uploads: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         # The experimenter's instrument for the hidden model's full-ranking quality: it holds
         # the held-out interactions, the server only hands it a scoring function; no protocol
-        # step reads it.
+        # step reads it. None: no server-model metrics (a server built on metadata only).
         self.score_oracle = score_oracle
         self.attack = attack
         self._observing: set[int] = set()
+
+    def attach_instruments(self, instruments: dict[str, Any]) -> None:
+        """The experimenter's instruments of :func:`ptf_instruments` (before the first round)."""
+        unknown = set(instruments) - {"score_oracle", "attack"}
+        if unknown:
+            raise TypeError(f"PTF-FedRec has no instrument {sorted(unknown)}")
+        self.score_oracle = instruments.get("score_oracle", self.score_oracle)
+        self.attack = instruments.get("attack", self.attack)
 
     def _graph(self) -> torch.Tensor:
         users = torch.cat([torch.full((len(it),), u) for u, (it, _) in self.uploads.items()])
@@ -650,8 +662,10 @@ class PTFServer(ServerLogic):
 
     def evaluate(self, rt: Runtime) -> dict[str, float]:
         cfg = self.cfg
-        u_emb, i_emb = self._embeddings()
-        out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T)
+        out: dict[str, float] = {}
+        if self.score_oracle is not None:
+            u_emb, i_emb = self._embeddings()
+            out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T)
         if cfg.eval_clients:
             replies = rt.broadcast("evaluate", rt.client_ids, {})
             client = reduce_client_metrics(replies.values(), explicit=False)
@@ -713,21 +727,35 @@ def implicit_dataset(ds: Dataset, cfg: ImplicitSplitConfig) -> InteractionDatase
                               train=train, test=test, meta={**ds.meta, "split": split})
 
 
+def ptf_instruments(cfg: PTFFedRecConfig, dataset: Dataset) -> dict[str, Any]:
+    """The experimenter's instruments (:attr:`~fedrec.algorithms.base.AlgorithmSpec.instruments`)
+    built from the ratings: ``score_oracle`` (the train/test matrices of the split, ranking the
+    hidden model) and, with ``attack``, the top-guess ``attack`` with each client's positives as
+    the truth it is scored against. Neither is read by any protocol step."""
+    ds = implicit_dataset(dataset, cfg)
+    out: dict[str, Any] = {}
+    if cfg.attack:
+        clients = partition_by_user(ds)
+        ratio = float(cfg.num_negatives) if cfg.attack_k == "ratio" else None
+        out["attack"] = TopGuessAttack({u: c.train_items for u, c in clients.items()},
+                                       assumed_ratio=ratio, truth=cfg.attack_truth)
+    shape = (ds.num_users, ds.num_items)
+    out["score_oracle"] = functools.partial(
+        evaluate_topk, train_csr=ds.train.to_csr(*shape), test_csr=ds.test.to_csr(*shape),
+        ks=(cfg.topk,))
+    return out
+
+
 def build_ptf_fedrec_job(cfg: PTFFedRecConfig, dataset: Dataset,
                          device: torch.device) -> FederatedJob:
+    """The job; on a metadata-only dataset (a ServerApp's, which holds no ratings) the server
+    has no experimenter's instruments (see :func:`ptf_instruments`)."""
     ds = implicit_dataset(dataset, cfg)
-    clients = partition_by_user(ds)
-    attack = None
-    if cfg.attack:
-        ratio = float(cfg.num_negatives) if cfg.attack_k == "ratio" else None
-        attack = TopGuessAttack({u: c.train_items for u, c in clients.items()},
-                                assumed_ratio=ratio, truth=cfg.attack_truth)
-    shape = (ds.num_users, ds.num_items)
-    oracle = functools.partial(evaluate_topk, train_csr=ds.train.to_csr(*shape),
-                               test_csr=ds.test.to_csr(*shape), ks=(cfg.topk,))
-    server = PTFServer(cfg, ds.num_users, ds.num_items, oracle, attack)
+    server = PTFServer(cfg, ds.num_users, ds.num_items)
+    if not dataset.meta.get("metadata_only"):
+        server.attach_instruments(ptf_instruments(cfg, dataset))
     return FederatedJob(server=server, client_logic=PTFClient(cfg, ds.num_items),
-                        client_data=clients)
+                        client_data=partition_by_user(ds))
 
 
 def build_ptf_fedrec(cfg: PTFFedRecConfig, dataset: Dataset,

@@ -3,8 +3,13 @@
 
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set key=value ...]
                   [--config FILE] [--out DIR] [--compare] [--timeout S] [--straggler-timeout S]
+                  [--experimenter-oracle]
 
 ``--compare`` also runs the same job in the in-process simulator and prints both.
+``--experimenter-oracle`` lets the ServerApp load the held-out data to compute the metrics of a
+model that never leaves the server (PTF-FedRec), as the simulator's experimenter does; it is
+never used for training (:mod:`fedrec.engines.flower.server`). Centralized algorithms have
+nothing to deploy and are refused.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ def add_deploy_parser(sub: Any) -> None:
     dep.add_argument("--executor", choices=["warm", "subprocess"], default="warm",
                      help="warm: one long-lived ClientApp process per SuperNode (fast); "
                      "subprocess: Flower's default, a process per message")
+    dep.add_argument("--experimenter-oracle", action="store_true",
+                     help="let the ServerApp load the held-out data as the experimenter's "
+                     "oracle, only to score a model that stays on the server and attacks "
+                     "(PTF-FedRec's server-model metrics and top-guess attack); never used for "
+                     "training")
     dep.add_argument("--keep-workdir", action="store_true", help="keep the temp dir and logs")
     dep.add_argument("--quiet", action="store_true", help="no progress lines")
     dep.set_defaults(func=cmd_deploy)
@@ -62,7 +72,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         overrides=args.set or [], max_users=args.max_users, nodes=args.nodes, out_dir=args.out,
         timeout=args.timeout, call_timeout=args.call_timeout,
         straggler_timeout=args.straggler_timeout, executor=args.executor,
-        keep_workdir=args.keep_workdir, log=say)
+        keep_workdir=args.keep_workdir, experimenter_oracle=args.experimenter_oracle, log=say)
     eng = result["engine"]
     rows = [("engine", f"flower (1 SuperLink, {eng['nodes']} SuperNodes on 127.0.0.1, "
                        f"{eng['clients']} clients)")]
@@ -83,6 +93,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                        max_users=args.max_users).to_json()
         print("\nin-process simulator, same job:")
         print(_table(summary_rows(sim)))
+        only_sim = sorted(set(sim["final"]) - set(result["final"]))
+        if only_sim:
+            print(f"\n  only in the simulator: {', '.join(only_sim)} (the experimenter's metrics;"
+                  " pass --experimenter-oracle to compute them on the deployment)")
         diff = max_relative_difference(result["final"], sim["final"])
         same_bytes = result["communication"]["totals"] == sim["communication"]["totals"]
         print(f"\n  max relative difference of final metrics: {diff:.3g}; "

@@ -163,6 +163,43 @@ class SecAggClient:
         self._u2: set[int] = set()
         self._held: dict[int, tuple[bytes, bytes]] = {}  # owner id -> (s_sk share, b share)
 
+    def export_state(self) -> dict[str, object]:
+        """The client's protocol state as plain values (bytes, ints, dicts), so that a party
+        whose process ends between steps (a Flower SuperNode) can keep it in its persistent
+        state; it holds the client's secret keys and self-mask seed, so it never leaves the
+        client. :meth:`from_state` rebuilds an equivalent client."""
+
+        def raw(key: X25519PrivateKey | None) -> bytes:
+            return b"" if key is None else key.private_bytes_raw()
+
+        cfg = self.config
+        return {
+            "config": {"dim": cfg.dim, "threshold": cfg.threshold,
+                       "max_clients": cfg.max_clients, "clip": cfg.clip,
+                       "modulus_bits": cfg.modulus_bits},
+            "client_id": self.client_id, "step": self._step, "c_sk": raw(self._c_sk),
+            "s_sk": raw(self._s_sk), "b_seed": self._b_seed, "keys": dict(self._keys),
+            "u2": sorted(self._u2), "held": dict(self._held),
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, object],
+                   rand_bytes: RandBytes = os.urandom) -> SecAggClient:
+        """The client :meth:`export_state` described (its config included)."""
+
+        def key(raw: object) -> X25519PrivateKey | None:
+            return X25519PrivateKey.from_private_bytes(raw) if raw else None  # type: ignore[arg-type]
+
+        client = cls(int(state["client_id"]),  # type: ignore[call-overload]
+                     SecAggConfig(**state["config"]), rand_bytes)  # type: ignore[arg-type]
+        client._step = int(state["step"])  # type: ignore[call-overload]
+        client._c_sk, client._s_sk = key(state["c_sk"]), key(state["s_sk"])
+        client._b_seed = bytes(state["b_seed"])  # type: ignore[arg-type]
+        client._keys = dict(state["keys"])  # type: ignore[call-overload]
+        client._u2 = set(state["u2"])  # type: ignore[call-overload]
+        client._held = dict(state["held"])  # type: ignore[call-overload]
+        return client
+
     def _advance(self, expected: int, name: str) -> None:
         if self._step != expected:
             raise ProtocolError(f"client {self.client_id}: {name} called out of order "

@@ -10,11 +10,13 @@ directory, then starts, each in its own process group and bound to loopback only
   data-dir="..."'``) and one SuperNode per service party of the algorithm (FedGNN:
   ``role="third_party"``, no data directory);
 
-submits the app with ``flwr run``, follows ``progress.jsonl`` (a hook may act after each round,
-e.g. kill a SuperNode), and returns the ServerApp's ``results.json``. Telemetry is off
-(``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh temporary directory for every
-process. At the end every process started -- and every descendant seen (SuperExec, ServerApp,
-ClientApp processes) -- is stopped by its PID (SIGTERM, then SIGKILL).
+submits the app with ``flwr run`` (with ``experimenter_oracle``, the run config names the data
+directory as the ServerApp's experimenter's oracle: see :mod:`fedrec.engines.flower.server`; for
+an algorithm without instruments it is ignored), follows ``progress.jsonl`` (a hook may act
+after each round, e.g. kill a SuperNode), and returns the ServerApp's ``results.json``.
+Telemetry is off (``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh temporary directory
+for every process. At the end every process started -- and every descendant seen (SuperExec,
+ServerApp, ClientApp processes) -- is stopped by its PID (SIGTERM, then SIGKILL).
 """
 
 from __future__ import annotations
@@ -231,6 +233,7 @@ def deploy(
     on_round: RoundHook | None = None,
     keep_workdir: bool = False,
     executor: str = "warm",
+    experimenter_oracle: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``algorithm`` on a local Flower deployment (see the module docstring); returns the
@@ -268,6 +271,7 @@ def deploy(
         "max-users": int(max_users or 0), "num-nodes": nodes + len(roles),
         "out-dir": str(out), "connect-timeout": 120.0, "call-timeout": float(call_timeout),
         "straggler-timeout": float(straggler_timeout),
+        "experimenter-oracle-dir": str(data_root) if experimenter_oracle else "",
     }
     lines = []
     for k, v in run_config.items():

@@ -4,12 +4,29 @@ Run configuration (``[tool.flwr.app.config]``, written by ``fedrec deploy``): ``
 ``dataset``, ``config`` (the resolved configuration as JSON, identical on every party),
 ``max-users``, ``num-nodes`` (SuperNodes to wait for), ``out-dir`` (where ``progress.jsonl``,
 ``results.json`` or ``error.txt`` are written), ``connect-timeout``, ``call-timeout``,
-``straggler-timeout``.
+``straggler-timeout``, ``experimenter-oracle-dir`` (empty: none; see below).
 
-The server never loads ratings: its :class:`~fedrec.algorithms.base.ServerLogic` comes from the
-algorithm's ``build_job`` on the public metadata the SuperNodes report
-(:func:`~fedrec.engines.common.metadata_dataset`); client logic and data built alongside are
-dropped at once.
+The server never loads ratings for its protocol: its :class:`~fedrec.algorithms.base.ServerLogic`
+comes from the algorithm's ``build_job`` on the public metadata the SuperNodes report
+(:func:`~fedrec.engines.common.metadata_dataset`: the number of users and items, the rating
+scale; everything else the server logic needs, e.g. PTF-FedRec's split seed and test fraction,
+is in the shared configuration); client logic and data built alongside are dropped at once.
+
+**The experimenter's oracle.** Some algorithms evaluate a model that never leaves the server
+(PTF-FedRec ranks its hidden graph model against the held-out interactions) or score an attack
+the server mounts against ground truth; that truth is the *experimenter's*, not something the
+server learns from the protocol (the registry's
+:attr:`~fedrec.algorithms.base.AlgorithmSpec.instruments`). Delegating that evaluation to the
+clients would mean shipping the hidden model to them, which the protocol forbids, so the
+deployment does what the simulator does: with ``experimenter-oracle-dir`` set (``fedrec deploy
+--experimenter-oracle``) the ServerApp loads the dataset from that directory *only* to build
+these instruments (after the server logic was built from metadata, and checked against the
+nodes' metadata), hands them to the server logic with
+:meth:`~fedrec.algorithms.base.ServerLogic.attach_instruments`, and drops the dataset. They
+compute metrics only (PTF-FedRec: the server-model ranking metrics, the top-guess attack's
+scores); no training step reads them. Without it such an algorithm reports only what its
+clients measure (PTF-FedRec: ``client_*`` metrics, no attack statistics); ``results.json``
+records which (``engine.experimenter_oracle``).
 """
 
 from __future__ import annotations
@@ -22,11 +39,12 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import ServerLogic, Trainer
-from fedrec.config import to_dict
-from fedrec.engines.common import drive, metadata_dataset, resolve
+from fedrec.algorithms.base import AlgorithmSpec, ServerLogic, Trainer
+from fedrec.config import RunConfig, to_dict
+from fedrec.engines.common import drive, load_sliced, metadata_dataset, public_meta, resolve
 from fedrec.engines.flower.deploy import decode_config
 from fedrec.engines.flower.runtime import FlowerRuntime
+from fedrec.errors import ConfigError
 from fedrec.experiment import RunResult
 from fedrec.federation.runtime import seed_everything
 
@@ -63,6 +81,18 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+def attach_oracle(server: ServerLogic, spec: AlgorithmSpec, cfg: RunConfig, dataset: str,
+                  data_dir: str, max_users: int, meta: dict[str, Any]) -> None:
+    """The experimenter's oracle (module docstring): load the dataset from ``data_dir``, build
+    the algorithm's instruments from it, hand them to ``server``; the dataset is not kept."""
+    assert spec.instruments is not None
+    ds = load_sliced(dataset, data_dir, max_users or None)
+    if public_meta(ds) != meta:
+        raise ConfigError(f"the experimenter's data in {data_dir} is not the SuperNodes' "
+                          f"dataset ({public_meta(ds)} != {meta})")
+    server.attach_instruments(spec.instruments(cfg, ds))
+
+
 def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     out = Path(str(rc["out-dir"]))
@@ -87,6 +117,11 @@ def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
     job = spec.build_job(cfg, metadata_dataset(rt.meta, rt.client_ids), torch.device("cpu"))
     trainer = FlowerTrainer(job.server, rt)
     del job  # only the server logic lives here
+    oracle_dir = str(rc.get("experimenter-oracle-dir", ""))
+    if oracle_dir and spec.instruments is not None:
+        attach_oracle(trainer.server, spec, cfg, dataset, oracle_dir,
+                      int(rc.get("max-users", 0)), rt.meta)
+        log(f"experimenter's oracle loaded from {oracle_dir} (metrics only)")
     progress = out / "progress.jsonl"
 
     def on_round(row: dict[str, Any]) -> None:
@@ -102,6 +137,7 @@ def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
         "name": "flower", "setup_s": setup_s, "wire": rt.wire.to_dict(),
         "nodes": len(set(rt.node_of.values())), "dead_nodes": sorted(rt.dead),
         "clients": len(rt.client_ids), "errors": rt.errors,
+        "experimenter_oracle": bool(oracle_dir and spec.instruments is not None),
     }
     _write_json(out / "results.json", data)
     log("done")

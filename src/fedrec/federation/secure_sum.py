@@ -1,0 +1,185 @@
+"""Secure sum of one vector per client, as runtime steps: Bonawitz et al. (CCS 2017) secure
+aggregation (:mod:`fedrec.privacy.secagg`) carried by :meth:`Runtime.call`, so it runs unchanged
+on the simulator and on Flower.
+
+Steps of one secure sum over a cohort of ``n`` clients (each one :meth:`Runtime.call`; every
+message passes through the server, which is all Flower allows and all Bonawitz assumes):
+
+1. *advertise keys* -- merged into the algorithm's own local step, which ends with
+   :meth:`SecureSumClient.advertise` (the client keeps its input vector and returns its two
+   X25519 public keys); the reply set is U1. :func:`secure_sum_request` is what the algorithm
+   adds to that step's request (the cohort size ``n``, from which every client derives the
+   threshold ``t`` itself).
+2. ``secagg_share``: the server broadcasts U1's public keys; each client returns its Shamir
+   shares of its mask key and self-mask seed, AES-GCM-encrypted for each other client (U2).
+3. ``secagg_mask``: the server forwards each client the ciphertexts addressed to it; the client
+   returns its fixed-point-encoded input plus its masks, ``y_u`` in Z_{2^k} (U3).
+4. ``secagg_unmask``: the server names U3; each client returns its shares of the survivors'
+   self-mask seeds and of the dropped clients' (U2 \\ U3) mask keys; the server reconstructs the
+   masks from ``t`` shares each and obtains ``Σ_{u ∈ U3} x_u`` (:func:`run_secure_sum`).
+
+Guarantee (honest-but-curious server, Bonawitz et al. §6): the server -- and any coalition with
+fewer than ``t`` clients -- learns the sum of the surviving clients' inputs and who survived,
+nothing about any individual input: every ``y_u`` it receives is masked by a uniform element of
+Z_{2^k}, shares travel encrypted, and no client reveals both secrets of one peer. The sum is
+correct whenever at least ``t`` clients survive each step; clients that drop after sharing keys
+are excluded from the sum and their pairwise masks removed; fewer than ``t`` survivors abort the
+sum with :class:`~fedrec.errors.ProtocolError`. ``t = max(2, ceil(threshold · n))`` with
+``threshold`` in (0.5, 1], so ``t > n/2`` as Bonawitz et al. recommend. Not covered: a
+malicious server, and what the sum itself reveals. Cost: ``O(n)`` PRG expansions of the vector
+per client and ``O(n · dropped)`` at the server, so keep cohorts to tens or hundreds of clients.
+
+Precision: inputs are clipped to ``[-clip, clip]`` and rounded to the
+:class:`~fedrec.privacy.fixedpoint.FixedPointEncoder` grid of ``Z_{2^bits}`` for ``n`` summands;
+the decoded sum of ``m`` inputs is within ``m · 0.5 / scale`` of the sum of the clipped inputs,
+``scale = floor((2^(bits-1) - 1) / n) / clip`` (capped at ``2^53 / clip``).
+
+Client state between steps lives in ``ctx.state`` as plain bytes (a SuperNode's process ends
+after each message) and is removed once the client has answered ``secagg_unmask`` or starts a
+new sum. Keys and seeds come from ``os.urandom``; the result does not depend on them (masks
+cancel exactly in the ring), so a secure run is as reproducible as a plain one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedrec.errors import ConfigError, ProtocolError
+from fedrec.federation.codec import Payload
+from fedrec.federation.message import PartyId
+from fedrec.federation.runtime import PartyContext, Runtime
+from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer
+
+__all__ = [
+    "SECAGG_STEPS",
+    "SecureSumClient",
+    "SecureSumResult",
+    "run_secure_sum",
+    "secure_sum_config",
+    "secure_sum_request",
+    "threshold_count",
+]
+
+STEP_SHARE = "secagg_share"
+STEP_MASK = "secagg_mask"
+STEP_UNMASK = "secagg_unmask"
+SECAGG_STEPS = (STEP_SHARE, STEP_MASK, STEP_UNMASK)
+STATE_KEY = "secagg"
+REQUEST_KEY = "secagg_cohort"
+
+RandFactory = Callable[[PartyId], Callable[[int], bytes]]
+
+
+def threshold_count(cohort: int, threshold: float) -> int:
+    """``t``: how many clients must survive each step of a sum over ``cohort`` clients."""
+    if not 0.5 < threshold <= 1.0:
+        raise ConfigError(f"secure aggregation threshold must be in (0.5, 1], got {threshold}")
+    if cohort < 2:
+        raise ProtocolError(f"secure aggregation needs at least 2 clients, got {cohort}")
+    return min(cohort, max(2, math.ceil(threshold * cohort - 1e-9)))
+
+
+def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,
+                      modulus_bits: int) -> SecAggConfig:
+    """The public parameters of one sum: server and clients derive the same from the same
+    options (the clients from their own config, not from the server's word)."""
+    return SecAggConfig(dim=dim, threshold=threshold_count(cohort, threshold),
+                        max_clients=cohort, clip=clip, modulus_bits=modulus_bits)
+
+
+def secure_sum_request(cohort: int) -> Payload:
+    """What the server adds to the request of the step that ends with ``advertise``."""
+    return {REQUEST_KEY: int(cohort)}
+
+
+class SecureSumClient:
+    """A client's half of the secure sum, for an algorithm's :class:`PartyLogic` to call.
+
+    ``threshold``, ``clip``, ``modulus_bits`` are the client's own copy of the run options.
+    ``rand_factory(party)`` gives the byte source of that party's keys, seeds and nonces
+    (default ``os.urandom``; a test may record draws to check the masks).
+    """
+
+    def __init__(self, threshold: float, clip: float, modulus_bits: int,
+                 rand_factory: RandFactory | None = None) -> None:
+        self.threshold = threshold
+        self.clip = clip
+        self.modulus_bits = modulus_bits
+        self.rand_factory: RandFactory = rand_factory or (lambda _party: os.urandom)
+
+    def advertise(self, ctx: PartyContext, x: np.ndarray, request: Payload) -> Payload:
+        """Step 1: keep ``x`` (this client's input) for the masking step; return the public
+        keys. ``request`` is the step's request holding :func:`secure_sum_request`."""
+        if REQUEST_KEY not in request:
+            raise ProtocolError(f"client {ctx.party}: request names no secure-sum cohort")
+        x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).ravel())
+        cfg = secure_sum_config(x.size, int(request[REQUEST_KEY]), self.threshold, self.clip,
+                                self.modulus_bits)
+        client = SecAggClient(int(ctx.party), cfg, self.rand_factory(ctx.party))
+        keys = client.advertise_keys()
+        self._save(ctx, client, x)
+        return dict(keys)
+
+    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
+        """Steps 2-4 (``step`` in :data:`SECAGG_STEPS`)."""
+        session = ctx.state.get(STATE_KEY)
+        if session is None or session["round"] != ctx.round:
+            raise ProtocolError(f"client {ctx.party}: {step} without a secure sum in progress "
+                                f"in round {ctx.round}")
+        client = SecAggClient.from_state(session["client"], self.rand_factory(ctx.party))
+        x = session["x"]
+        if step == STEP_SHARE:
+            out = client.share_keys(payload)
+        elif step == STEP_MASK:
+            out = client.masked_input_collection(payload, x)
+            x = None  # the input is not needed again
+        elif step == STEP_UNMASK:
+            out = client.unmasking(payload)
+            del ctx.state[STATE_KEY]
+            return dict(out)
+        else:
+            raise ValueError(f"not a secure-sum step: {step!r}")
+        self._save(ctx, client, x)
+        return dict(out)
+
+    @staticmethod
+    def _save(ctx: PartyContext, client: SecAggClient, x: np.ndarray | None) -> None:
+        ctx.state[STATE_KEY] = {"round": ctx.round, "client": client.export_state(), "x": x}
+
+
+@dataclass
+class SecureSumResult:
+    """What the server learns: the sum of the survivors' inputs, and who is in it."""
+
+    total: np.ndarray
+    advertised: list[int]
+    survivors: list[int]
+    dropped: list[int]
+
+
+def run_secure_sum(rt: Runtime, advertised: Mapping[PartyId, Payload],
+                   config: SecAggConfig) -> SecureSumResult:
+    """Steps 2-4 from the server's side, given the clients' step-1 replies (their public
+    keys). Returns the decoded sum; raises :class:`ProtocolError` below ``t`` survivors."""
+    server = SecAggServer(config)
+    keys = {int(u): m for u, m in advertised.items()}  # type: ignore[arg-type]
+    down = server.advertise_keys(keys)
+    up = rt.call(STEP_SHARE, down)
+    down = server.share_keys(_ints(up))
+    up = rt.call(STEP_MASK, down)
+    down = server.masked_input_collection(_ints(up))
+    up = rt.call(STEP_UNMASK, down)
+    total = server.unmasking(_ints(up))
+    return SecureSumResult(total=total, advertised=sorted(keys), survivors=server.survivors,
+                           dropped=server.dropped)
+
+
+def _ints(replies: Mapping[PartyId, Payload]) -> dict[int, Payload]:
+    if any(not isinstance(p, int) for p in replies):
+        raise ProtocolError("secure-sum replies from a party that is not a client")
+    return {int(p): m for p, m in replies.items()}  # type: ignore[arg-type]

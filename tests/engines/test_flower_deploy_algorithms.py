@@ -1,0 +1,130 @@
+"""The algorithms that landed after FCF and FedGNN on a real Flower deployment: 1 SuperLink and
+3 client SuperNodes on loopback, 2 rounds on the first 40 users of ML-100K, against the
+in-process simulator with the same seed. The ledgers (bytes and messages per round, direction,
+step) must be identical; the metrics within:
+
+* FedAvg-NeuMF: 1e-6 relative (observed bit-identical). The clients run PTF-FedRec's NeuMF
+  code vectorised over the cohort a node hosts, each batch padded to its widest client; a
+  SuperNode's cohort is a third of the simulator's, so a padded float32 row reduction may in
+  principle round differently (as FedGNN's). The server averages the uploads in client-id
+  order in float64 on both. A protocol error (a missing client, another negative or batch
+  order) moves the ranking metrics by 1e-3 and more.
+* PTF-FedRec: 1e-6 relative (observed bit-identical), training statistics included (server
+  loss, the top-guess attack's scores; not the wall-clock time split), for the same reason: same
+  client code, and the server's model, graph and dispersal depend only on the uploads, which
+  arrive in the simulator's order. Its server-model metrics (``Recall@20``, ...) need the
+  experimenter's oracle (``experimenter_oracle=True``: the ServerApp loads the held-out data to
+  score the hidden model and the attack, never to train; see
+  :mod:`fedrec.engines.flower.server`).
+* FedMF (Paillier, ``key_bits=512``, ``upload: part`` to keep encryption cheap): 1e-12
+  (observed bit-identical). FCF's client step is row-wise, the updates are fixed-point integers
+  and the server's ciphertext additions are exact modular sums, so neither the split over
+  SuperNodes nor the order of additions changes a bit.
+
+The three deployments run concurrently (they mostly wait on Flower's polling).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.ptf_fedrec import ptf_instruments
+from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve, simulate
+from fedrec.engines.flower.deploy import deploy
+from fedrec.errors import ConfigError
+
+USERS = 40
+PTF = {"rounds": 2, "eval_every": 1, "local_epochs": 1, "server_epochs": 1}
+FEDAVG = {"rounds": 2, "eval_every": 1, "local_epochs": 1}
+FEDMF = {"rounds": 2, "eval_every": 1, "key_bits": 512, "clients_per_round": 3, "dim": 4,
+         "upload": "part"}
+JOBS = {"ptf-fedrec": (PTF, True), "fedavg-ncf": (FEDAVG, False), "fedmf": (FEDMF, False)}
+
+
+@pytest.fixture(scope="module")
+def runs(ml100k_root, deploy_helpers):
+    watches = {alg: deploy_helpers.Watch() for alg in JOBS}
+
+    def run(alg: str) -> dict:
+        overrides, oracle = JOBS[alg]
+        return deploy(alg, "ml-100k", data_dir=ml100k_root, overrides=overrides,
+                      max_users=USERS, nodes=3, timeout=600, call_timeout=300,
+                      straggler_timeout=0.0, on_round=watches[alg], experimenter_oracle=oracle)
+
+    with cf.ThreadPoolExecutor(len(JOBS)) as pool:
+        futs = {alg: pool.submit(run, alg) for alg in JOBS}
+        results = {alg: f.result() for alg, f in futs.items()}
+    return results, watches
+
+
+def _compare(alg: str, runs, root, helpers, tol: float) -> tuple[dict, dict]:
+    results, watches = runs
+    res = results[alg]
+    sim = simulate(alg, "ml-100k", data_dir=root, overrides=JOBS[alg][0],
+                   max_users=USERS).to_json()
+    assert res["engine"]["nodes"] == 3 and res["engine"]["clients"] == USERS
+    assert res["engine"]["experimenter_oracle"] == JOBS[alg][1]
+    for a, b in zip(res["history"], sim["history"], strict=True):
+        assert set(a["eval"]) == set(b["eval"])
+        assert helpers.rel_diff(a["eval"], b["eval"]) <= tol
+        timing = {k for k in b["train"] if k.startswith("time_")}
+        assert set(a["train"]) == set(b["train"])
+        train = {k: v for k, v in a["train"].items() if k not in timing}
+        assert helpers.rel_diff(train, {k: b["train"][k] for k in train}) <= tol
+        assert a["communication"] == b["communication"]
+    assert res["communication"]["by_step"] == sim["communication"]["by_step"]
+    helpers.no_process_left(watches[alg])
+    return res, sim
+
+
+def test_ptf_fedrec_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
+    res, _ = _compare("ptf-fedrec", runs, ml100k_root, deploy_helpers, 1e-6)
+    final = res["final"]
+    assert {"Recall@20", "NDCG@20", "client_Recall@20"} <= set(final)  # server + clients
+    assert "attack_f1" in res["history"][0]["train"]
+    assert res["history"][0]["train"]["dispersed_clients"] == USERS
+
+
+def test_fedavg_ncf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
+    res, _ = _compare("fedavg-ncf", runs, ml100k_root, deploy_helpers, 1e-6)
+    assert res["final"]["eval_clients"] == USERS
+
+
+def test_fedmf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
+    res, _ = _compare("fedmf", runs, ml100k_root, deploy_helpers, 1e-12)
+    assert res["history"][0]["train"]["clients"] == 3
+    assert res["communication"]["by_step"]["public_key (server->client)"]["messages"] == 1
+
+
+def test_ptf_server_built_from_metadata_holds_no_ground_truth(ml100k_root) -> None:
+    """What a ServerApp builds: no oracle, no attack truth, until the experimenter attaches
+    them; the clients' metrics alone are then reported."""
+    spec, cfg = resolve("ptf-fedrec", "ml-100k", None, PTF)
+    ds = load_sliced("ml-100k", ml100k_root, USERS)
+    job = spec.build_job(cfg, metadata_dataset(public_meta(ds), range(USERS)),
+                         torch.device("cpu"))
+    server = job.server
+    assert server.score_oracle is None and server.attack is None
+    assert (server.num_users, server.num_items) == (USERS, ds.num_items)
+    assert spec.instruments is ptf_instruments
+    server.attach_instruments(ptf_instruments(cfg, ds))
+    assert server.score_oracle is not None and server.attack is not None
+    rated = np.concatenate([ds.train.items[ds.train.users == 0], ds.test.items[ds.test.users == 0]])
+    truth = server.attack.positives[0]  # user 0's positives of the per-user re-split
+    assert 1 < len(truth) < len(np.unique(rated)) and np.isin(truth, rated).all()
+    # The other algorithms take no instruments.
+    _, cfg2 = resolve("fedavg-ncf", "ml-100k", None, FEDAVG)
+    other = get_algorithm("fedavg-ncf").build_job(cfg2, ds, torch.device("cpu")).server
+    with pytest.raises(TypeError):
+        other.attach_instruments({"score_oracle": None})
+
+
+@pytest.mark.parametrize("algorithm", ["pmf", "gnn-central", "lightgcn", "ngcf", "neumf"])
+def test_centralized_algorithms_are_refused(algorithm, ml100k_root) -> None:
+    with pytest.raises(ConfigError, match="not a federated algorithm"):
+        deploy(algorithm, "ml-100k", data_dir=ml100k_root, max_users=USERS)
