@@ -44,6 +44,9 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
 
     ``run_missing=False`` only loads the completed runs (a report of what is done so far)."""
     results: dict[str, list[dict[str, Any]]] = {}
+    # Settings written differently can be the same run (an override equal to the default):
+    # one run per effective configuration, found by the resolved config of each setting.
+    by_config: dict[str, dict[str, Any]] = {}
     total = sum(len(s.seeds) for s in specs)
     done = 0
     for spec in specs:
@@ -51,12 +54,17 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             done += 1
             folder = out / "runs" / spec.key / f"seed-{seed}"
             path = folder / RESULTS_NAME
+            canon = _effective(spec, seed)
             if path.is_file() and json.loads(path.read_text()).get("status") == "complete":
                 res = json.loads(path.read_text())
                 if res["config"].get("seed") == seed and all(
                         _same(res["config"].get(k), v) for k, v in spec.overrides.items()):
                     results.setdefault(spec.key, []).append(res)
+                    by_config.setdefault(canon, res)
                     continue
+            if canon in by_config:
+                results.setdefault(spec.key, []).append(by_config[canon])
+                continue
             if not run_missing:
                 continue
             _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
@@ -75,8 +83,21 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 runner(spec.algorithm, spec.dataset, data_dir=data_dir,
                        overrides={**spec.overrides, "seed": seed}, out_dir=folder,
                        resume=False, device=device, progress=progress)
-            results.setdefault(spec.key, []).append(json.loads(path.read_text()))
+            res = json.loads(path.read_text())
+            results.setdefault(spec.key, []).append(res)
+            by_config[canon] = res
     return results
+
+
+def _effective(spec: RunSpec, seed: int) -> str:
+    """The resolved configuration of ``spec`` at ``seed`` (packaged defaults, the dataset's
+    section, the overrides) as canonical JSON, with the algorithm and dataset."""
+    from fedrec.algorithms import get_algorithm
+    from fedrec.config import build_config, to_dict
+
+    cfg = build_config(get_algorithm(spec.algorithm).config_cls, spec.algorithm, spec.dataset,
+                       overrides={**spec.overrides, "seed": seed})
+    return json.dumps([spec.algorithm, spec.dataset, to_dict(cfg)], sort_keys=True, default=str)
 
 
 def _same(a: Any, b: Any) -> bool:

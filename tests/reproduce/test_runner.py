@@ -1,0 +1,42 @@
+"""The reproduction runner: one run per effective configuration, resumable, report-only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fedrec.reproduce.runner import RunSpec, run_all
+
+
+class Recorder:
+    """Stands in for run_experiment: records calls and writes a complete results.json."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+
+    def __call__(self, algorithm, dataset, *, overrides, out_dir, **_) -> None:
+        self.calls.append((algorithm, dict(overrides)))
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "results.json").write_text(json.dumps(
+            {"status": "complete", "config": dict(overrides), "final": {"rmse": 1.0}}))
+
+
+def test_equivalent_settings_run_once_and_runs_are_reused(tmp_path: Path) -> None:
+    specs = [RunSpec("a", "fedgnn", "ml-100k", {}, (0, 1)),
+             # clip 0.1 is the packaged default: the same run as "a"
+             RunSpec("b", "fedgnn", "ml-100k", {"clip": 0.1}, (0,)),
+             RunSpec("c", "fedgnn", "ml-100k", {"clip": 0.2}, (0,))]
+    rec = Recorder()
+    res = run_all(specs, tmp_path, runner=rec)
+    assert len(rec.calls) == 3  # a/0, a/1, c/0
+    assert res["b"] == [res["a"][0]]
+    assert {c[1]["seed"] for c in rec.calls} == {0, 1}
+    again = Recorder()
+    assert run_all(specs, tmp_path, runner=again) == res and again.calls == []
+
+
+def test_report_only_runs_nothing(tmp_path: Path) -> None:
+    rec = Recorder()
+    res = run_all([RunSpec("a", "fcf", "ml-100k", {"rounds": 3}, (0,))], tmp_path, runner=rec,
+                  run_missing=False)
+    assert res == {} and rec.calls == []
