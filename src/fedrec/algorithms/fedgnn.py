@@ -116,10 +116,28 @@ from fedrec.privacy import (
 
 
 @dataclass
-class FedGNNConfig(RunConfig):
+class GNNModelConfig(RunConfig):
+    """The options of FedGNN's model (:mod:`fedrec.models.gnn`), federated or centralized."""
+
     dim: int = 64
     gnn: str = "gat"
     loss: str = "mse"
+    init_std: float = 0.1
+    feature_dropout: float = 0.0  # dropout on the subgraph's input embeddings (paper: 0.2)
+    chunk_slots: int = 400_000    # padded (client, item) slots per vectorised chunk (memory)
+
+    def validate(self) -> None:
+        super().validate()
+        check_range("dim", self.dim, 1)
+        check_choice("gnn", self.gnn, gnn.GNN_KINDS)
+        check_choice("loss", self.loss, gnn.LOSSES)
+        check_range("init_std", self.init_std, 0.0, low_open=True)
+        check_range("feature_dropout", self.feature_dropout, 0.0, 0.9)
+        check_range("chunk_slots", self.chunk_slots, 1)
+
+
+@dataclass
+class FedGNNConfig(GNNModelConfig):
     loss_reduction: str = "mean"
     lr: float = 0.01
     lr_user: float = 0.5
@@ -130,21 +148,15 @@ class FedGNNConfig(RunConfig):
     neighbours: int = 100
     expand_after: int = 2
     trainable_neighbours: bool = False
-    init_std: float = 0.1
-    feature_dropout: float = 0.0  # dropout on the subgraph's input embeddings (paper: 0.2)
     bias: bool = False      # user + item rating biases (extra last column of the rows)
     item_avg: str = "cohort"  # cohort: item rows / |S| (FedAvg) | uploaders: / clients uploading it
     lr_decay: float = 1.0   # server lr multiplied by this every epoch
     lr_model: float = 0.0   # server lr of the GNN weights (0 = lr); item rows always use lr
     l2: float = 0.0         # L2 on the user embedding (client step) and item table (server step)
     dp_delta: float = 1e-5
-    chunk_slots: int = 400_000
 
     def validate(self) -> None:
         super().validate()
-        check_range("dim", self.dim, 1)
-        check_choice("gnn", self.gnn, gnn.GNN_KINDS)
-        check_choice("loss", self.loss, gnn.LOSSES)
         check_choice("loss_reduction", self.loss_reduction, ("mean", "sum"))
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("lr_user", self.lr_user, 0.0)
@@ -156,14 +168,11 @@ class FedGNNConfig(RunConfig):
             raise ConfigError("laplace noise needs clip > 0 (without clipping it bounds nothing)")
         check_range("neighbours", self.neighbours, 0)
         check_range("expand_after", self.expand_after, 0)
-        check_range("init_std", self.init_std, 0.0, low_open=True)
-        check_range("feature_dropout", self.feature_dropout, 0.0, 0.9)
         check_range("dp_delta", self.dp_delta, 0.0, 0.5)
         check_choice("item_avg", self.item_avg, ("cohort", "uploaders"))
         check_range("lr_decay", self.lr_decay, 0.0, low_open=True)
         check_range("l2", self.l2, 0.0)
         check_range("lr_model", self.lr_model, 0.0)
-        check_range("chunk_slots", self.chunk_slots, 1)
 
 
 def _chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np.ndarray]:

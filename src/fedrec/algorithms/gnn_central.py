@@ -33,9 +33,15 @@ import torch
 from torch.func import vmap
 
 from fedrec.algorithms.base import CentralizedTrainer
-from fedrec.algorithms.fedgnn import _chunks, pad_subgraphs, pad_tests, rating_unit
+from fedrec.algorithms.fedgnn import (
+    GNNModelConfig,
+    _chunks,
+    pad_subgraphs,
+    pad_tests,
+    rating_unit,
+)
 from fedrec.algorithms.mf_common import scale_midpoint
-from fedrec.config import RunConfig, check_choice, check_range
+from fedrec.config import check_range
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.rng import torch_generator
@@ -44,30 +50,18 @@ from fedrec.models import gnn
 
 
 @dataclass
-class GNNCentralConfig(RunConfig):
-    dim: int = 64
-    gnn: str = "gat"
-    loss: str = "mse"
+class GNNCentralConfig(GNNModelConfig):
     lr: float = 0.001          # Adam
     batch_users: int = 32
     l2: float = 0.0            # weight decay on the user and item embeddings
     bias: bool = True
     neighbours: bool = True    # exact, trainable neighbour mean (see module docstring)
-    feature_dropout: float = 0.0
-    init_std: float = 0.1
-    chunk_slots: int = 400_000
 
     def validate(self) -> None:
         super().validate()
-        check_range("dim", self.dim, 1)
-        check_choice("gnn", self.gnn, gnn.GNN_KINDS)
-        check_choice("loss", self.loss, gnn.LOSSES)
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("batch_users", self.batch_users, 1)
         check_range("l2", self.l2, 0.0)
-        check_range("feature_dropout", self.feature_dropout, 0.0, 0.9)
-        check_range("init_std", self.init_std, 0.0, low_open=True)
-        check_range("chunk_slots", self.chunk_slots, 1)
 
 
 def _sparse(m: sp.csr_matrix) -> torch.Tensor:
