@@ -40,3 +40,23 @@ def test_report_only_runs_nothing(tmp_path: Path) -> None:
     res = run_all([RunSpec("a", "fcf", "ml-100k", {"rounds": 3}, (0,))], tmp_path, runner=rec,
                   run_missing=False)
     assert res == {} and rec.calls == []
+
+
+def test_a_failed_setting_is_recorded_and_the_grid_goes_on(tmp_path: Path) -> None:
+    from fedrec.errors import ProtocolError
+    from fedrec.reproduce.runner import status_of
+
+    rec = Recorder()
+
+    def runner(algorithm, dataset, *, overrides, out_dir, **kw):
+        if overrides.get("lr") == 9.0:
+            raise ProtocolError("round 3: no client update arrived")
+        rec(algorithm, dataset, overrides=overrides, out_dir=out_dir, **kw)
+
+    specs = [RunSpec("bad", "fcf", "ml-100k", {"lr": 9.0}), RunSpec("good", "fcf", "ml-100k")]
+    res = run_all(specs, tmp_path, runner=runner)
+    assert list(res) == ["good"] and len(rec.calls) == 1
+    assert status_of(tmp_path, specs[0]) == "seed 0: failed: round 3: no client update arrived"
+    assert status_of(tmp_path, specs[1]) == "seed 0: complete"
+    run_all(specs, tmp_path, runner=runner)  # not retried
+    assert len(rec.calls) == 1

@@ -36,7 +36,7 @@ from fedrec.reproduce.report import (
     plot,
     train_bytes_per_round,
 )
-from fedrec.reproduce.runner import RunSpec, run_all
+from fedrec.reproduce.runner import RunSpec, run_all, status_of
 
 # Published RMSE (Wu et al. 2021, Table 3; GC-MC: van den Berg et al. 2017), see
 # shared/papers/NOTES.md. YahooMusic has no published FedGNN figure.
@@ -223,9 +223,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     ], "FedGNN pseudo items, ML-100K")
 
     lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command"], [
+    lines.append(markdown_table(["key", "command", "status"], [
         [k, "`" + command_of(by_key[k].algorithm, by_key[k].dataset, by_key[k].overrides)
-         + "`"] for k in by_key]))
+         + "`", status_of(out, by_key[k])] for k in by_key]))
     path = out / "README.md"
     path.write_text("\n".join(lines))
     return path

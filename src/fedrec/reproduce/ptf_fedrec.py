@@ -32,7 +32,7 @@ from fedrec.data.types import InteractionDataset
 from fedrec.errors import DataError
 from fedrec.metrics import evaluate_topk
 from fedrec.reproduce.report import command_of, fmt, markdown_table, mean_std, metric, plot
-from fedrec.reproduce.runner import RunSpec, run_all
+from fedrec.reproduce.runner import RunSpec, run_all, status_of
 
 PUBLISHED_RECALL = {"ml-100k": 0.1623}  # the paper's text (full method); see NOTES.md
 METHODS = ("ptf-fedrec", "fedavg-ncf", "lightgcn", "ngcf", "neumf")
@@ -205,8 +205,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     sweep("Swap rate lambda", "swap", [str(s) for s in SWAPS], "lambda", "swap.png")
 
     lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command"], [
-        [s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides) + "`"] for s in specs]))
+    lines.append(markdown_table(["key", "command", "status"], [
+        [s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides) + "`", status_of(out, s)]
+        for s in specs]))
     path = out / "README.md"
     path.write_text("\n".join(lines))
     return path

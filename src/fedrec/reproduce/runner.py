@@ -17,8 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedrec.errors import FedrecError
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
+
+FAILED_NAME = "failed.json"
+SAME_AS_NAME = "same-as.txt"  # a setting whose resolved config equals an earlier one's
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
     results: dict[str, list[dict[str, Any]]] = {}
     # Settings written differently can be the same run (an override equal to the default):
     # one run per effective configuration, found by the resolved config of each setting.
-    by_config: dict[str, dict[str, Any]] = {}
+    by_config: dict[str, tuple[dict[str, Any], str]] = {}
     total = sum(len(s.seeds) for s in specs)
     done = 0
     for spec in specs:
@@ -60,32 +64,42 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 if res["config"].get("seed") == seed and all(
                         _same(res["config"].get(k), v) for k, v in spec.overrides.items()):
                     results.setdefault(spec.key, []).append(res)
-                    by_config.setdefault(canon, res)
+                    by_config.setdefault(canon, (res, f"{spec.key}/seed-{seed}"))
                     continue
             if canon in by_config:
-                results.setdefault(spec.key, []).append(by_config[canon])
+                results.setdefault(spec.key, []).append(by_config[canon][0])
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / SAME_AS_NAME).write_text(by_config[canon][1] + "\n")
                 continue
             if not run_missing:
                 continue
             _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
                  f"--dataset {spec.dataset} " + " ".join(f"--set {k}={v}" for k, v in
                                                          spec.overrides.items()))
+            if (folder / FAILED_NAME).is_file():
+                continue  # failed before (e.g. diverged): reported, not retried
             resume = (folder / CHECKPOINT_NAME).is_file()
+            kwargs = dict(data_dir=data_dir, overrides={**spec.overrides, "seed": seed},
+                          out_dir=folder, device=device, progress=progress)
             try:
-                runner(spec.algorithm, spec.dataset, data_dir=data_dir,
-                       overrides={**spec.overrides, "seed": seed}, out_dir=folder,
-                       resume=resume, device=device, progress=progress)
-            except Exception:
-                if not resume:
-                    raise
-                # A checkpoint from other settings: start the run again from scratch.
-                (folder / CHECKPOINT_NAME).unlink()
-                runner(spec.algorithm, spec.dataset, data_dir=data_dir,
-                       overrides={**spec.overrides, "seed": seed}, out_dir=folder,
-                       resume=False, device=device, progress=progress)
+                try:
+                    runner(spec.algorithm, spec.dataset, resume=resume, **kwargs)
+                except FedrecError as exc:
+                    if not resume or "different algorithm or configuration" not in str(exc):
+                        raise
+                    # A checkpoint from other settings: start the run again from scratch.
+                    (folder / CHECKPOINT_NAME).unlink()
+                    runner(spec.algorithm, spec.dataset, resume=False, **kwargs)
+            except FedrecError as exc:
+                # One setting failing (a diverged run: no finite update arrived) must not stop
+                # the grid; the report shows the failure in that setting's place.
+                _log(f"{spec.key} seed {seed} failed: {exc}")
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / FAILED_NAME).write_text(json.dumps({"error": str(exc)}))
+                continue
             res = json.loads(path.read_text())
             results.setdefault(spec.key, []).append(res)
-            by_config[canon] = res
+            by_config[canon] = (res, f"{spec.key}/seed-{seed}")
     return results
 
 
@@ -106,3 +120,19 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return float(a) == float(b)
     return a == b
+
+
+def status_of(out: Path, spec: RunSpec) -> str:
+    """``complete``, ``failed: REASON`` or ``not run`` for each seed of ``spec``, joined."""
+    states = []
+    for seed in spec.seeds:
+        folder = out / "runs" / spec.key / f"seed-{seed}"
+        if (folder / RESULTS_NAME).is_file():
+            states.append("complete")
+        elif (folder / SAME_AS_NAME).is_file():
+            states.append("same run as " + (folder / SAME_AS_NAME).read_text().strip())
+        elif (folder / FAILED_NAME).is_file():
+            states.append("failed: " + json.loads((folder / FAILED_NAME).read_text())["error"])
+        else:
+            states.append("not run")
+    return "; ".join(f"seed {s}: {st}" for s, st in zip(spec.seeds, states, strict=True))
