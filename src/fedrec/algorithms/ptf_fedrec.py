@@ -690,6 +690,9 @@ class PTFServer(ServerLogic):
             "update_counts": self.update_counts.clone(),
             "uploads": {c: (i.clone(), s.clone()) for c, (i, s) in self.uploads.items()},
             "attack": self.attack.state_dict() if self.attack is not None else None,
+            # NGCF's message dropout draws from torch's global generator (seeded once by the
+            # runner): saving its state makes a resumed run continue the same draws.
+            "torch_rng": torch.get_rng_state(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -697,6 +700,8 @@ class PTFServer(ServerLogic):
         self.opt.load_state_dict(state["opt"])
         self.update_counts = state["update_counts"].clone()
         self.uploads = dict(state["uploads"])
+        if state.get("torch_rng") is not None:
+            torch.set_rng_state(state["torch_rng"])
         if self.attack is not None and state.get("attack") is not None:
             self.attack.load_state_dict(state["attack"])
 
