@@ -55,16 +55,23 @@ def test_neighbour_mean_is_exact(ml100k: RatingDataset, one_thread_module) -> No
 
 
 def test_same_model_function_as_fedgnn(ml100k: RatingDataset, one_thread_module) -> None:
-    """Its predictions are fedrec.models.gnn's on the same embeddings (one model, two trainers)."""
+    """Its evaluation is fedrec.models.gnn's prediction, user by user (one model, two
+    trainers): recomputing every test prediction with ``predict_test`` gives its RMSE."""
     tr = _trainer(ml100k, dim=8, neighbours=False)
-    u = 3
-    items = torch.from_numpy(ml100k.train.items[ml100k.train.users == u].astype(np.int64))
-    test = torch.from_numpy(ml100k.test.items[ml100k.test.users == u].astype(np.int64))
+    tr.train_round(1)  # a trained model: biases and weights away from their initial values
+    tr_, te = ml100k.train, ml100k.test
+    errors = []
     with torch.no_grad():
-        ref = gnn.predict_test("gat", tr.mu, tr._param_dict(), tr.e_user[u], tr.e_item[items],
-                               torch.ones(len(items), dtype=torch.bool), torch.zeros(8),
-                               tr.e_item[test])
-    assert ref.shape == test.shape and torch.isfinite(ref).all()
+        for u in np.unique(te.users):
+            items = torch.from_numpy(tr_.items[tr_.users == u].astype(np.int64))
+            test = torch.from_numpy(te.items[te.users == u].astype(np.int64))
+            pred = gnn.predict_test("gat", tr.mu, tr._param_dict(), tr.e_user[u],
+                                    tr.e_item[items], torch.ones(len(items), dtype=torch.bool),
+                                    torch.zeros(8), tr.e_item[test])
+            pred = pred.clamp(ml100k.rating_min, ml100k.rating_max).numpy()
+            errors.append(pred - te.values[te.users == u])
+    ref = float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
+    assert tr.evaluate()["rmse"] == pytest.approx(ref, rel=1e-5)
 
 
 def test_checkpoint_resumes_exactly(ml100k: RatingDataset, one_thread_module) -> None:

@@ -352,9 +352,8 @@ class FedGNNClient(PartyLogic):
             return keep_u, keep_t
         for r, i in enumerate(idx):
             gen = ctxs[i].generator("dropout")
-            keep_u[r, :d] = (torch.rand(d, generator=gen) >= rate).float() / (1 - rate)
-            k = e_items.shape[1]
-            keep_t[r, :, :d] = (torch.rand(k, d, generator=gen) >= rate).float() / (1 - rate)
+            keep_u[r] = gnn.dropout_keep(tuple(e_u.shape[1:]), rate, d, gen)
+            keep_t[r] = gnn.dropout_keep(tuple(e_items.shape[1:]), rate, d, gen)
         return keep_u, keep_t
 
     def pseudo(self, ctx: PartyContext, real_items: torch.Tensor, real_grads: torch.Tensor

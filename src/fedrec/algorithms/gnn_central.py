@@ -125,12 +125,9 @@ class GNNCentralTrainer(CentralizedTrainer):
                               cfg.dim)
             e_u, e_items = t["e_u"], t["e_items"]
             if cfg.feature_dropout > 0:
-                keep = (torch.rand(e_items.shape, generator=gen) >= cfg.feature_dropout).float()
-                keep_u = (torch.rand(e_u.shape, generator=gen) >= cfg.feature_dropout).float()
-                keep[..., cfg.dim:] = 1.0
-                keep_u[..., cfg.dim:] = 1.0
-                e_items = e_items * keep / (1 - cfg.feature_dropout)
-                e_u = e_u * keep_u / (1 - cfg.feature_dropout)
+                rate = cfg.feature_dropout
+                e_items = e_items * gnn.dropout_keep(tuple(e_items.shape), rate, cfg.dim, gen)
+                e_u = e_u * gnn.dropout_keep(tuple(e_u.shape), rate, cfg.dim, gen)
             per_user = vmap(self.f, in_dims=(None, 0, 0, 0, 0, 0))(
                 self._param_dict(), e_u, e_items, self._nb_means(rows), t["mask"],
                 t["ratings"] / self.unit)

@@ -180,6 +180,16 @@ def split_bias(p: Params, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return e, torch.zeros(e.shape[:-1], dtype=e.dtype, device=e.device)
 
 
+def dropout_keep(shape: tuple[int, ...], rate: float, dim: int,
+                 generator: torch.Generator) -> torch.Tensor:
+    """Inverted-dropout multipliers for rows of width ``shape[-1]``: each of the first ``dim``
+    (embedding) columns is ``0`` with probability ``rate``, else ``1 / (1 - rate)``; the bias
+    column beyond ``dim`` is always kept (``1``). The paper's dropout on node features."""
+    keep = (torch.rand(shape, generator=generator) >= rate).float() / (1 - rate)
+    keep[..., dim:] = 1.0
+    return keep
+
+
 def client_loss(
     kind: str, loss: str, reduction: str, mu: float, p: Params, e_u: torch.Tensor,
     e_items: torch.Tensor, nb_mean: torch.Tensor, item_mask: torch.Tensor, ratings: torch.Tensor,
