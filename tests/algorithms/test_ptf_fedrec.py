@@ -8,6 +8,8 @@ oversubscribe the cores (5-50x slower steps).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -104,14 +106,15 @@ def test_upload_sampling_and_swapping(run):
         assert lo <= up["beta"] <= hi
         lo, hi = cfg.gamma_range
         assert lo <= up["gamma"] <= hi
-        assert k_pos == min(max(1, round(up["beta"] * n_pos_total)), n_pos_total)
-        assert k_neg == min(round(up["gamma"] * k_pos), n_neg_total)
+        # Floors and "at least one", as in the authors' code.
+        assert k_pos == min(max(1, math.floor(up["beta"] * n_pos_total)), n_pos_total)
+        assert k_neg == min(max(1, math.floor(up["gamma"] * k_pos)), n_neg_total)
         # Uploaded items are trained items: positives from the client's own, negatives from its
         # fixed negatives.
         assert set(up["items"][is_pos].tolist()) <= set(trainer.job.client_data[cid]
                                                         .train_items.tolist())
         assert set(up["items"][~is_pos].tolist()) <= set(st["negatives"].tolist())
-        n_swap = min(round(cfg.swap_rate * k_pos), k_neg)
+        n_swap = min(max(1, math.floor(cfg.swap_rate * k_pos)), k_neg)  # a few positives: 1
         assert up["n_swap"] == n_swap
         changed_pos = int((up["scores"][is_pos] != up["raw_scores"][is_pos]).sum())
         assert changed_pos == n_swap
@@ -256,3 +259,33 @@ def test_client_randomness_is_cohort_independent(ml100k):
     a, b = outs[0][ids[0]], outs[1][ids[0]]
     assert torch.equal(torch.as_tensor(a["items"]), torch.as_tensor(b["items"]))
     assert torch.allclose(torch.as_tensor(a["scores"]), torch.as_tensor(b["scores"]), atol=1e-5)
+
+
+def _first_uploads(ml100k, **over) -> dict[int, dict]:
+    cfg = _cfg(rounds=1, clients_per_round=60, server_epochs=1, eval_clients=False, **over)
+    trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+    ups: dict[int, dict] = {}
+    trainer.runtime.observers.append(
+        lambda m: ups.__setitem__(m.sender, m.payload) if m.step == "train"
+        and m.direction == "up" else None)
+    trainer.train_round(1)
+    for cid, up in ups.items():
+        up["raw"] = trainer.runtime.states[cid]["last_upload"]["raw_scores"]
+    return ups
+
+
+def test_swap_rate_zero_swaps_nothing(ml100k):
+    ups = _first_uploads(ml100k, swap_rate=0.0)
+    assert len(ups) == 60
+    for up in ups.values():
+        assert torch.equal(torch.as_tensor(up["scores"]), up["raw"].float())
+
+
+def test_client_groups_do_not_change_uploads(ml100k):
+    # Training the cohort in many small groups (chunk_samples) instead of one or two: the same
+    # items and, up to float rounding, the same scores for every client.
+    whole, grouped = _first_uploads(ml100k), _first_uploads(ml100k, chunk_samples=3000)
+    assert whole.keys() == grouped.keys()
+    for cid, up in whole.items():
+        assert np.array_equal(up["items"], grouped[cid]["items"])
+        np.testing.assert_allclose(up["scores"], grouped[cid]["scores"], atol=1e-5)

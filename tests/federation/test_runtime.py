@@ -18,6 +18,7 @@ from fedrec.federation import (
     Routed,
     payload_size,
 )
+from fedrec.federation.runtime import cohort_chunks
 
 
 class Client(PartyLogic):
@@ -325,3 +326,19 @@ def test_party_context_randomness_is_keyed_by_party_round_and_step() -> None:
     assert all(draw(o) != draw(ctx(1, 1, "train")) for o in others)
     assert ctx(1, 1, "t").rng("x").random() == ctx(1, 1, "t").rng("x").random()
     assert ctx(1, 1, "t").rng("x").random() != ctx(1, 1, "t").rng("y").random()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cohort_chunks_cover_every_client_once_within_budget(seed):
+    rng = np.random.default_rng(seed)
+    sizes = np.concatenate([rng.integers(1, 200, 300), rng.integers(2000, 4000, 5), [0]])
+    budget = 20_000
+    groups = cohort_chunks(sizes, budget)
+    flat = np.concatenate(groups)
+    assert sorted(flat.tolist()) == list(range(len(sizes)))  # each client exactly once
+    for g in groups:
+        padded = len(g) * max(int(sizes[g].max()), 1)
+        # Within the memory budget, unless one client alone exceeds it.
+        assert padded <= budget or len(g) == 1
+        # Little padding: the large clients are not grouped with the small ones.
+        assert padded <= 1.5 * max(int(sizes[g].sum()), 1) + 256 or len(g) == 1

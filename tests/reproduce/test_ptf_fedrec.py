@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from fedrec.cli.main import main
-from fedrec.reproduce.ptf_fedrec import ALPHAS, BETAS, DEFENSES, DISPERSALS, GAMMAS, SWAPS
+from fedrec.reproduce.ptf_fedrec import ALPHAS, BETAS, DISPERSALS, GAMMAS, SWAPS, defense_rows
 
 
 def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, ml100k,
@@ -21,8 +21,8 @@ def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, ml100k,
     assert any("most popular" in line for line in acc)
     comm = re.search(r"^\| ml-100k \| ([\d,]+) \| ([\d,]+) \| (\d+)x \|$", text, re.M)
     assert comm is not None and int(comm.group(3)) >= 10  # the "at most a tenth"
-    for d in DEFENSES:
-        assert re.search(rf"^\| {re.escape(d)} \| \d\.\d{{4}} ± ", text, re.M), d
+    for _, label, _ in defense_rows():  # none, ldp at each scale, sampling, sampling+swapping
+        assert re.search(rf"^\| {re.escape(label)} \| \d\.\d{{4}} ± ", text, re.M), label
     swept = len(DISPERSALS) + len(ALPHAS) + len(BETAS) + len(GAMMAS) + len(SWAPS)
     assert len(re.findall(r"^\| [\w.-]+ \| \d\.\d{4} ± .* \| \d\.\d{4} ± .* \| \d\.\d{4} ± ",
                           text, re.M)) >= swept

@@ -104,7 +104,7 @@ from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.rng import torch_generator
-from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, Runtime
+from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, Runtime, cohort_chunks
 from fedrec.models import gnn
 from fedrec.privacy import (
     ItemTokenizer,
@@ -173,24 +173,6 @@ class FedGNNConfig(GNNModelConfig):
         check_range("lr_decay", self.lr_decay, 0.0, low_open=True)
         check_range("l2", self.l2, 0.0)
         check_range("lr_model", self.lr_model, 0.0)
-
-
-def _chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np.ndarray]:
-    """Cohort positions grouped (sorted by size) so that ``len * max_size <= budget``
-    and the padded slots are at most ``waste`` times the real ones (plus a small slack)."""
-    order = np.argsort(sizes, kind="stable")
-    out, cur, total = [], [], 0
-    for i in order.tolist():
-        k = max(int(sizes[i]), 1)
-        padded = (len(cur) + 1) * k
-        if cur and (padded > budget or padded > waste * (total + k) + 256):
-            out.append(np.asarray(cur))
-            cur, total = [], 0
-        cur.append(i)
-        total += k
-    if cur:
-        out.append(np.asarray(cur))
-    return out
 
 
 def pad_subgraphs(datas: Sequence[ClientData], e_u: torch.Tensor,
@@ -316,7 +298,7 @@ class FedGNNClient(PartyLogic):
         p = gnn.unflatten(torch.as_tensor(payload["model"]).float(), self.template)
         sizes = np.array([c.data.num_train for c in ctxs])
         out: list[Payload | None] = [None] * len(ctxs)
-        for idx in _chunks(sizes, cfg.chunk_slots):
+        for idx in cohort_chunks(sizes, cfg.chunk_slots):
             t = self._pad(ctxs, idx, table)
             e_u = t["e_u"]
             # The user step is on the mean loss whatever loss_reduction is, so that a client
@@ -400,7 +382,7 @@ class FedGNNClient(PartyLogic):
         lo, hi = self.rating_range
         sizes = np.array([c.data.num_train + c.data.num_test for c in ctxs])
         out: list[Payload | None] = [None] * len(ctxs)
-        for idx in _chunks(sizes, self.cfg.chunk_slots):
+        for idx in cohort_chunks(sizes, self.cfg.chunk_slots):
             t = self._pad(ctxs, idx, table)
             test, vals, tmask = pad_tests([ctxs[i].data for i in idx])
             with torch.no_grad():

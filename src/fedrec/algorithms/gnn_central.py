@@ -35,7 +35,6 @@ from torch.func import vmap
 from fedrec.algorithms.base import CentralizedTrainer
 from fedrec.algorithms.fedgnn import (
     GNNModelConfig,
-    _chunks,
     pad_subgraphs,
     pad_tests,
     rating_unit,
@@ -45,6 +44,7 @@ from fedrec.config import check_range
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.rng import torch_generator
+from fedrec.federation.runtime import cohort_chunks
 from fedrec.metrics import mae, rmse
 from fedrec.models import gnn
 
@@ -148,7 +148,7 @@ class GNNCentralTrainer(CentralizedTrainer):
         lo, hi = self.ds.rating_min, self.ds.rating_max
         preds, truth = [], []
         sizes = np.array([d.num_train + d.num_test for d in self.users])
-        for idx in _chunks(sizes, cfg.chunk_slots):
+        for idx in cohort_chunks(sizes, cfg.chunk_slots):
             batch = [self.users[i] for i in idx]
             rows = torch.tensor([d.user for d in batch])
             t = pad_subgraphs(batch, self.e_user[rows], [None] * len(batch), self.e_item,

@@ -13,11 +13,14 @@ No model parameter ever crosses the network: the server's graph model (NGCF or L
    (sigmoid of its model) on a privacy-preserving subset of its trained items (``defense``):
 
    * ``sampling+swapping`` (the paper's method, default): ``beta ~ U[beta_range]``,
-     ``gamma ~ U[gamma_range]`` drawn per client and round; ``max(1, round(beta * |P|))``
-     positives and ``min(round(gamma * n_pos_up), #distinct negatives)`` distinct negatives are
-     drawn uniformly; then the ``n_swap = min(round(swap_rate * n_pos_up), n_neg_up)``
-     top-scored uploaded positives exchange scores with the ``n_swap`` top-scored uploaded
-     negatives (the i-th highest positive with the i-th highest negative);
+     ``gamma ~ U[gamma_range]`` drawn per client and round; ``max(1, floor(beta * |P|))``
+     positives and ``min(max(1, floor(gamma * n_pos_up)), #distinct negatives)`` distinct
+     negatives are drawn uniformly; then the ``n_swap = min(max(1, floor(swap_rate *
+     n_pos_up)), n_neg_up)`` top-scored uploaded positives (none when ``swap_rate`` is 0)
+     exchange scores with the ``n_swap`` top-scored uploaded negatives (the i-th highest
+     positive with the i-th highest negative). The floors and the "at least one" follow the
+     authors' code (``int(...)`` and ``max(..., 1)``): a client uploading few positives still
+     swaps one of them;
    * ``sampling``: the same without swapping; ``none``: every positive and every distinct
      negative, unperturbed; ``ldp``: like ``none`` plus Laplace noise of scale ``ldp_scale`` on
      every score (clipped to [0, 1]).
@@ -95,7 +98,7 @@ from fedrec.data.types import Dataset, InteractionDataset, Interactions
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import counter_uniform, derive_seed, numpy_rng, torch_generator
-from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime
+from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_chunks
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
@@ -164,6 +167,7 @@ class PTFFedRecConfig(NCFClientConfig):
     attack_k: str = "ratio"
     attack_truth: str = "interactions"
     eval_clients: bool = True
+    chunk_samples: int = 262_144  # padded training rows per vectorised group of clients (memory)
 
     def validate(self) -> None:
         super().validate()
@@ -172,7 +176,7 @@ class PTFFedRecConfig(NCFClientConfig):
         check_choice("dispersal", self.dispersal, DISPERSALS)
         check_choice("attack_k", self.attack_k, ("ratio", "oracle"))
         check_choice("attack_truth", self.attack_truth, ("interactions", "uploaded"))
-        for name in ("server_dim", "server_batch", "server_epochs"):
+        for name in ("server_dim", "server_batch", "server_epochs", "chunk_samples"):
             check_range(name, getattr(self, name), 1)
         check_range("alpha", self.alpha, 0)
         check_range("server_lr", self.server_lr, 0.0, low_open=True)
@@ -263,7 +267,11 @@ class PTFClient(PartyLogic):
     def init_state(self, party: int, data: Any) -> dict[str, Any]:
         cfg, n_items = self.cfg, self.num_items
         pos = np.asarray(data.train_items, dtype=np.int64)
-        pool = np.setdiff1d(np.arange(n_items), pos)
+        # The sorted complement of the positives (np.setdiff1d's result; a mask is ~50x faster,
+        # which matters for Gowalla's 30k clients).
+        free = np.ones(n_items, dtype=bool)
+        free[pos] = False
+        pool = np.flatnonzero(free)
         rng = numpy_rng(cfg.seed, "ptf-negatives", party)
         # Distinct negatives (without replacement) so that the trained pool has exactly the
         # public ratio num_negatives : 1, unless the user's complement is too small.
@@ -291,7 +299,15 @@ class PTFClient(PartyLogic):
                 ctx.state["soft_scores"] = torch.as_tensor(p["scores"]).float()
             return [None] * len(ctxs)
         if step == "train":
-            return self._train(ctxs)
+            # Groups of similar-sized clients bound the padded batches' memory (Gowalla's 30k
+            # clients at once need more than 24 GiB); each client's training is its own.
+            sizes = np.array([c.data.num_train + len(c.state["negatives"])
+                              + len(c.state["soft_items"]) for c in ctxs])
+            out: list[Payload | None] = [None] * len(ctxs)
+            for idx in cohort_chunks(sizes, self.cfg.chunk_samples):
+                for i, up in zip(idx.tolist(), self._train([ctxs[i] for i in idx]), strict=True):
+                    out[i] = up
+            return out
         if step == "evaluate":
             return self._evaluate(ctxs)
         raise ValueError(f"PTF-FedRec clients have no step {step!r}")
@@ -424,8 +440,8 @@ class PTFClient(PartyLogic):
             beta = lo + (hi - lo) * counter_uniform(seed_r, clients, torch.tensor(1))
             lo, hi = cfg.gamma_range
             gamma = lo + (hi - lo) * counter_uniform(seed_r, clients, torch.tensor(2))
-            k_pos = torch.minimum(torch.clamp(torch.round(beta * n_pos).long(), min=1), n_pos)
-            k_neg = torch.minimum(torch.round(gamma * k_pos).long(), n_neg)
+            k_pos = torch.minimum(torch.floor(beta * n_pos).long().clamp(min=1), n_pos)
+            k_neg = torch.minimum(torch.floor(gamma * k_pos).long().clamp(min=1), n_neg)
             _, rp = _rank_within(p_local, counter_uniform(
                 seed_r, clients[p_local], torch.tensor(3), p_items))
             _, rn = _rank_within(n_local, counter_uniform(
@@ -446,7 +462,9 @@ class PTFClient(PartyLogic):
         scores = raw
         n_swap = torch.zeros(num, dtype=torch.int64)
         if cfg.defense == "sampling+swapping":
-            n_swap = torch.minimum(torch.round(cfg.swap_rate * k_pos).long(), k_neg)
+            at_least = 1 if cfg.swap_rate > 0 else 0
+            n_swap = torch.floor(cfg.swap_rate * k_pos).long().clamp(min=at_least)
+            n_swap = torch.minimum(n_swap, k_neg)
             scores = swap_top_scores(up_local, is_pos, raw, n_swap)
         elif cfg.defense == "ldp":
             u = counter_uniform(seed_r, clients[up_local], torch.tensor(5), up_items).float()

@@ -1,7 +1,7 @@
 """The ``fedrec`` command line.
 
     fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...] [--out DIR] [--resume]
-    fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N]
+    fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec algorithms
     fedrec config show ALGORITHM
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedrec.errors import FedrecError
+from fedrec.errors import ConfigError, FedrecError
 
 if TYPE_CHECKING:
     from fedrec.experiment import RunResult
@@ -91,10 +91,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     _set_threads(args.threads)
     reproduce = get_reproduction(args.name)
+    extra = {}
+    if args.gowalla:
+        if args.name != "ptf-fedrec":
+            raise ConfigError("--gowalla applies to ptf-fedrec only")
+        extra["gowalla"] = True
     out = Path(args.out or os.path.join("results", args.name + ("-quick" if args.quick else "")))
     report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
                        data_dir=args.data_dir, device=args.device, progress=not args.quiet,
-                       run_missing=not args.report_only)
+                       run_missing=not args.report_only, **extra)
     print(f"report: {report}")
     return 0
 
@@ -174,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--device", default="cpu", help="cpu or cuda")
     rep.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    rep.add_argument("--gowalla", action="store_true",
+                     help="ptf-fedrec: also PTF-FedRec on Gowalla (about an hour per seed)")
     rep.add_argument("--report-only", action="store_true",
                      help="write the report from the runs completed so far; run nothing")
     rep.set_defaults(func=cmd_reproduce)

@@ -136,6 +136,27 @@ def sample_cohort(client_ids: Sequence[int], count: int, seed: int, rnd: int) ->
     return sorted(np.asarray(client_ids)[rng.choice(n, count, replace=False)].tolist())
 
 
+def cohort_chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np.ndarray]:
+    """A cohort's positions grouped (sorted by size) for padded, vectorised client work: each
+    group has ``len * max_size <= budget`` (memory) and at most ``waste`` times as many padded
+    slots as real ones (plus a small slack), so a few large clients do not pad every small one.
+    Client computations are row-independent: the grouping changes a client's result at most by
+    float rounding (a padded reduction may sum in another order)."""
+    order = np.argsort(sizes, kind="stable")
+    out, cur, total = [], [], 0
+    for i in order.tolist():
+        k = max(int(sizes[i]), 1)
+        padded = (len(cur) + 1) * k
+        if cur and (padded > budget or padded > waste * (total + k) + 256):
+            out.append(np.asarray(cur))
+            cur, total = [], 0
+        cur.append(i)
+        total += k
+    if cur:
+        out.append(np.asarray(cur))
+    return out
+
+
 class InProcessRuntime(Runtime):
     """The simulator: every party lives in this process; messages are metered, not copied."""
 

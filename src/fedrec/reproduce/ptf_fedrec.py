@@ -3,14 +3,15 @@
 What it runs (``fedrec run`` with the packaged configs plus the overrides in the written tables):
 
 * **Accuracy** (Recall@20 / NDCG@20, mean ± std over ``--seeds`` seeds) on ML-100K and
-  Steam-200K (and Gowalla with ``--gowalla``: about an hour per run on 2 cores): PTF-FedRec's
-  server model and client models, FedAvg over the same NeuMF clients, and centralized LightGCN,
-  NGCF and NeuMF on the same per-user split, plus a most-popular ranking computed here.
+  Steam-200K: PTF-FedRec's server model and client models, FedAvg over the same NeuMF clients,
+  and centralized LightGCN, NGCF and NeuMF on the same per-user split, plus a most-popular
+  ranking computed here. ``--gowalla`` adds Gowalla's PTF-FedRec run only (about an hour on 2
+  cores; the baselines there would take several more).
 * **Communication**: bytes per client per round from each run's ledger (all steps,
   evaluation included) for PTF-FedRec and FedAvg-NeuMF.
 * **Privacy (Table VI's shape, ML-100K)**: the top-guess attack's F1 (mean over rounds) with
-  defence none, LDP, sampling, sampling+swapping, each defence's NDCG@20 and
-  ``ΔF1 / ΔNDCG`` against no defence.
+  defence none, LDP (Laplace scale ``ldp_scale`` in {0.1, 0.3, 1.0} on the [0, 1] scores),
+  sampling, sampling+swapping, each defence's NDCG@20 and ``ΔF1 / ΔNDCG`` against no defence.
 * **Ablations (ML-100K)**: dispersal mixed / no-hard / no-confident / random; alpha in
   {10, 30, 50, 100}; sweeps of the beta range, the gamma range and the swap rate lambda
   (Figs. 3-4's shapes): Recall@20, NDCG@20 and attack F1.
@@ -37,6 +38,8 @@ from fedrec.reproduce.runner import RunSpec, run_all, status_of
 PUBLISHED_RECALL = {"ml-100k": 0.1623}  # the paper's text (full method); see NOTES.md
 METHODS = ("ptf-fedrec", "fedavg-ncf", "lightgcn", "ngcf", "neumf")
 DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
+LDP_SCALES = (0.1, 0.3, 1.0)
+BIG_DATASETS = ("gowalla",)  # PTF-FedRec's run only: no baselines there
 DISPERSALS = ("mixed", "no-hard", "no-confident", "random")
 ALPHAS = (10, 30, 50, 100)
 BETAS = ((0.1, 0.25), (0.1, 0.5), (0.1, 1.0), (0.5, 1.0))
@@ -59,10 +62,11 @@ def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool) -> list
 
     # ML-100K's table and sweeps first, the other datasets last: a reproduction stopped early
     # (see --report-only) has the most informative part done.
-    tables = [RunSpec(f"table/{ds}/{m}", m, ds, ov(m), table) for ds in datasets for m in METHODS]
+    tables = [RunSpec(f"table/{ds}/{m}", m, ds, ov(m), table) for ds in datasets
+              for m in (METHODS[:1] if ds in BIG_DATASETS else METHODS)]
     specs = [s for s in tables if s.dataset == "ml-100k"]
-    specs += [RunSpec(f"defense/{d}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", {"defense": d}),
-                      sweep) for d in DEFENSES]
+    specs += [RunSpec(f"defense/{key}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", extra), sweep)
+              for key, _, extra in defense_rows()]
     specs += [RunSpec(f"dispersal/{d}", "ptf-fedrec", "ml-100k",
                       ov("ptf-fedrec", {"dispersal": d}), sweep) for d in DISPERSALS]
     specs += [RunSpec(f"alpha/{a}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", {"alpha": a}),
@@ -76,6 +80,18 @@ def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool) -> list
     return specs + [s for s in tables if s.dataset != "ml-100k"]
 
 
+def defense_rows() -> list[tuple[str, str, dict[str, Any]]]:
+    """(key, label, overrides) of each row of the privacy table."""
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for d in DEFENSES:
+        if d == "ldp":
+            out += [(f"ldp-{s}", f"ldp (scale {s})", {"defense": d, "ldp_scale": s})
+                    for s in LDP_SCALES]
+        else:
+            out.append((d, d, {"defense": d}))
+    return out
+
+
 def attack_f1(runs: list[dict[str, Any]]) -> list[float]:
     """Per seed: the top-guess F1 averaged over the run's rounds (train statistics)."""
     out = []
@@ -84,6 +100,17 @@ def attack_f1(runs: list[dict[str, Any]]) -> list[float]:
         if vals:
             out.append(float(np.mean(vals)))
     return out
+
+
+TIME_SPLIT = ("time_clients_s", "time_server_s", "time_dispersal_s")
+
+
+def time_split(run: dict[str, Any]) -> dict[str, float]:
+    """Mean seconds per round of client training, server training and dispersal (NaN for a
+    run made before the split was recorded)."""
+    return {k: float(np.mean([h["train"][k] for h in run["history"] if k in h["train"]]))
+            if any(k in h["train"] for h in run["history"]) else float("nan")
+            for k in TIME_SPLIT}
 
 
 def bytes_per_client_round(run: dict[str, Any]) -> float:
@@ -129,10 +156,12 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
         rows.append([ds, "PTF-FedRec server (NGCF)", *_row(ptf),
                      f"{PUBLISHED_RECALL[ds]:.4f}" if ds in PUBLISHED_RECALL else "–"])
         rows.append([ds, "PTF-FedRec clients (NeuMF)", *_row(ptf, "client_"), "–"])
-        rows.append([ds, "FedAvg-NeuMF (clients)",
-                     *_row(res.get(f"table/{ds}/fedavg-ncf", [])), "–"])
-        for m in ("lightgcn", "ngcf", "neumf"):
-            rows.append([ds, f"centralized {m}", *_row(res.get(f"table/{ds}/{m}", [])), "–"])
+        if ds not in BIG_DATASETS:
+            rows.append([ds, "FedAvg-NeuMF (clients)",
+                         *_row(res.get(f"table/{ds}/fedavg-ncf", [])), "–"])
+            for m in ("lightgcn", "ngcf", "neumf"):
+                rows.append([ds, f"centralized {m}", *_row(res.get(f"table/{ds}/{m}", [])),
+                             "–"])
         pop = popularity(load_dataset(ds, data_dir), {})
         rows.append([ds, "most popular (computed here)", f"{pop['Recall@20']:.4f}",
                      f"{pop['NDCG@20']:.4f}", "–"])
@@ -141,7 +170,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                                  "published Recall@20"], rows))
 
     comm = []
-    for ds in datasets:
+    for ds in (d for d in datasets if d not in BIG_DATASETS):
         b = {m: mean_std([bytes_per_client_round(r) for r in res.get(f"table/{ds}/{m}", [])])[0]
              for m in ("ptf-fedrec", "fedavg-ncf")}
         comm.append([ds, f"{b['ptf-fedrec']:,.0f}", f"{b['fedavg-ncf']:,.0f}",
@@ -152,9 +181,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     perf = []
     for ds in datasets:
         for r in res.get(f"table/{ds}/ptf-fedrec", []):
-            split = {k: float(np.mean([h["train"][k] for h in r["history"] if k in h["train"]]))
-                     if any(k in h["train"] for h in r["history"]) else float("nan")
-                     for k in ("time_clients_s", "time_server_s", "time_dispersal_s")}
+            split = time_split(r)
             peak = r.get("peak_rss_mib")
             perf.append([ds, str(r["seed"]), f"{r['wall_time_s']:.0f}",
                          *(f"{split[k]:.2f}" for k in split),
@@ -167,12 +194,12 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     base = res.get("defense/none", [])
     f0, n0 = mean_std(attack_f1(base))[0], mean_std(metric(base, "NDCG@20"))[0]
     prows = []
-    for d in DEFENSES:
-        runs = res.get(f"defense/{d}", [])
+    for key, label, _ in defense_rows():
+        runs = res.get(f"defense/{key}", [])
         f1, ndcg = mean_std(attack_f1(runs))[0], mean_std(metric(runs, "NDCG@20"))[0]
-        ratio = (f0 - f1) / (n0 - ndcg) if d != "none" and n0 != ndcg else float("nan")
-        prows.append([d, fmt(attack_f1(runs)), fmt(metric(runs, "NDCG@20")),
-                      "–" if d == "none" else f"{ratio:.2f}"])
+        ratio = (f0 - f1) / (n0 - ndcg) if key != "none" and n0 != ndcg else float("nan")
+        prows.append([label, fmt(attack_f1(runs)), fmt(metric(runs, "NDCG@20")),
+                      "–" if key == "none" else f"{ratio:.2f}"])
     lines.append("## Privacy: top-guess attack (ML-100K; Table VI's shape)\n")
     lines.append(markdown_table(["defence", "attack F1", "NDCG@20 (server)",
                                  "ΔF1 / ΔNDCG vs none"], prows))
