@@ -173,8 +173,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     for ds in (d for d in datasets if d not in BIG_DATASETS):
         b = {m: mean_std([bytes_per_client_round(r) for r in res.get(f"table/{ds}/{m}", [])])[0]
              for m in ("ptf-fedrec", "fedavg-ncf")}
-        comm.append([ds, f"{b['ptf-fedrec']:,.0f}", f"{b['fedavg-ncf']:,.0f}",
-                     f"{b['fedavg-ncf'] / b['ptf-fedrec']:.0f}x"])
+        ratio = b["fedavg-ncf"] / b["ptf-fedrec"]
+        comm.append([ds, *(f"{v:,.0f}" if v == v else "–" for v in b.values()),  # NaN: not run
+                     f"{ratio:.0f}x" if ratio == ratio else "–"])
     lines.append("## Communication (bytes per client per round, ledger, evaluation included)\n")
     lines.append(markdown_table(["dataset", "PTF-FedRec", "FedAvg-NeuMF", "ratio"], comm))
 
