@@ -6,7 +6,7 @@ What it runs (``fedrec run`` with the packaged configs plus the overrides in the
   Steam-200K: PTF-FedRec's server model and client models, FedAvg over the same NeuMF clients,
   and centralized LightGCN, NGCF and NeuMF on the same per-user split, plus a most-popular
   ranking computed here. ``--gowalla`` adds Gowalla's PTF-FedRec run only (about two hours on 2
-  cores; the baselines there would take several more).
+  cores; its baselines are not run).
 * **Communication**: bytes per client per round from each run's ledger (all steps,
   evaluation included) for PTF-FedRec and FedAvg-NeuMF.
 * **Privacy (Table VI's shape, ML-100K)**: the top-guess attack's F1 (mean over rounds) with
@@ -54,6 +54,11 @@ QUICK = {
 }
 
 
+def methods_of(dataset: str) -> tuple[str, ...]:
+    """The methods of ``dataset``'s accuracy table (only PTF-FedRec on the big datasets)."""
+    return METHODS[:1] if dataset in BIG_DATASETS else METHODS
+
+
 def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool) -> list[RunSpec]:
     table, sweep = tuple(range(seeds)), tuple(range(sweep_seeds))
 
@@ -63,7 +68,7 @@ def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool) -> list
     # ML-100K's table and sweeps first, the other datasets last: a reproduction stopped early
     # (see --report-only) has the most informative part done.
     tables = [RunSpec(f"table/{ds}/{m}", m, ds, ov(m), table) for ds in datasets
-              for m in (METHODS[:1] if ds in BIG_DATASETS else METHODS)]
+              for m in methods_of(ds)]
     specs = [s for s in tables if s.dataset == "ml-100k"]
     specs += [RunSpec(f"defense/{key}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", extra), sweep)
               for key, _, extra in defense_rows()]
@@ -156,12 +161,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
         rows.append([ds, "PTF-FedRec server (NGCF)", *_row(ptf),
                      f"{PUBLISHED_RECALL[ds]:.4f}" if ds in PUBLISHED_RECALL else "–"])
         rows.append([ds, "PTF-FedRec clients (NeuMF)", *_row(ptf, "client_"), "–"])
-        if ds not in BIG_DATASETS:
-            rows.append([ds, "FedAvg-NeuMF (clients)",
-                         *_row(res.get(f"table/{ds}/fedavg-ncf", [])), "–"])
-            for m in ("lightgcn", "ngcf", "neumf"):
-                rows.append([ds, f"centralized {m}", *_row(res.get(f"table/{ds}/{m}", [])),
-                             "–"])
+        for m in methods_of(ds)[1:]:
+            label = "FedAvg-NeuMF (clients)" if m == "fedavg-ncf" else f"centralized {m}"
+            rows.append([ds, label, *_row(res.get(f"table/{ds}/{m}", [])), "–"])
         pop = popularity(load_dataset(ds, data_dir), {})
         rows.append([ds, "most popular (computed here)", f"{pop['Recall@20']:.4f}",
                      f"{pop['NDCG@20']:.4f}", "–"])
@@ -170,7 +172,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                                  "published Recall@20"], rows))
 
     comm = []
-    for ds in (d for d in datasets if d not in BIG_DATASETS):
+    for ds in (d for d in datasets if "fedavg-ncf" in methods_of(d)):
         b = {m: mean_std([bytes_per_client_round(r) for r in res.get(f"table/{ds}/{m}", [])])[0]
              for m in ("ptf-fedrec", "fedavg-ncf")}
         ratio = b["fedavg-ncf"] / b["ptf-fedrec"]
