@@ -8,6 +8,23 @@ from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, SymmetricSpMM, normalized_adjacency
 
 
+def test_ncf_forward_is_neumf():
+    """The split matmuls of :func:`ncf.forward` equal NeuMF's formula with concatenations."""
+    shape = ncf.NCFShape(8, (8, 4))
+    params = ncf.init_params(shape, 0, torch.tensor([1, 2]))
+    params = {k: v + 0.1 * torch.randn_like(v) for k, v in params.items()}  # non-zero biases
+    rows = torch.randn(2, 5, 16)
+    got = ncf.forward(shape, params, rows)
+    for c in range(2):
+        p_gmf, p_mlp = params["user"][c, :8], params["user"][c, 8:]
+        h = torch.cat([p_mlp.expand(5, 8), rows[c, :, 8:]], 1)
+        for k in range(2):
+            h = torch.relu(h @ params[f"w{k}"][c] + params[f"b{k}"][c])
+        z = torch.cat([p_gmf * rows[c, :, :8], h], 1)
+        want = (z @ params["out_w"][c] + params["out_b"][c]).squeeze(1)
+        assert torch.allclose(got[c], want, atol=1e-6)
+
+
 def test_batched_ncf_matches_one_client_at_a_time():
     shape = ncf.NCFShape(8, (8, 4))
     clients = torch.tensor([3, 7, 11])
@@ -23,6 +40,24 @@ def test_batched_ncf_matches_one_client_at_a_time():
     a = ncf.init_item_rows(shape, 0, torch.tensor([7, 7, 3]), torch.tensor([1, 2, 1]), 10)
     b = ncf.init_item_rows(shape, 0, torch.tensor([7]), torch.tensor([2]), 10)
     assert torch.equal(a[1], b[0]) and not torch.equal(a[0], a[2])
+
+
+def test_init_item_rows_are_a_private_permutation_of_iid_rows():
+    shape = ncf.NCFShape(8, (8,))
+    n = 1000
+    tables = [ncf.init_item_rows(shape, 3, torch.full((n,), c), torch.arange(n), n)
+              for c in (0, 1)]
+    for t in tables:
+        # Distinct rows (a bijection onto base rows), each N(0, EMB_STD^2).
+        assert len(torch.unique(t, dim=0)) == n
+        assert abs(float(t.std()) - ncf.EMB_STD) < 0.05 * ncf.EMB_STD
+    assert not torch.equal(tables[0], tables[1])
+    # Clients' tables are uncorrelated item by item.
+    corr = torch.corrcoef(torch.stack([tables[0].flatten(), tables[1].flatten()]))[0, 1]
+    assert abs(float(corr)) < 0.05
+    # Another seed, another table.
+    other = ncf.init_item_rows(shape, 4, torch.zeros(n, dtype=torch.int64), torch.arange(n), n)
+    assert not torch.equal(other, tables[0])
 
 
 def test_stacked_adam_equals_torch_adam_per_client():

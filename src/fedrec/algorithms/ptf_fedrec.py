@@ -142,8 +142,8 @@ class NCFClientConfig(ImplicitSplitConfig):
         for name in ("client_dim", "client_batch", "local_epochs", "num_negatives"):
             check_range(name, getattr(self, name), 1)
         check_range("client_lr", self.client_lr, 0.0, low_open=True)
-        if any(x < 1 for x in self.client_layers):
-            raise ConfigError("client_layers must be positive sizes")
+        if not self.client_layers or any(x < 1 for x in self.client_layers):
+            raise ConfigError("client_layers must be a non-empty list of positive sizes")
 
 
 @dataclass
@@ -411,9 +411,10 @@ class PTFClient(PartyLogic):
             st["params"] = {k: v[i].clone() for k, v in params.items()}
         return clients, pos, params, table, keys, seed_r
 
-    def _score(self, params: dict[str, torch.Tensor], table: torch.Tensor, keys: torch.Tensor,
-               local: torch.Tensor, items: torch.Tensor, num: int) -> torch.Tensor:
-        """Sigmoid scores of (client ``local``, item) rows with the trained models."""
+    def _logits(self, params: dict[str, torch.Tensor], table: torch.Tensor, keys: torch.Tensor,
+                local: torch.Tensor, items: torch.Tensor, num: int) -> torch.Tensor:
+        """Logits of (client ``local``, item) rows whose embeddings are ``table[keys == local *
+        I + item]``, with the models ``params`` (stacked over ``num`` clients)."""
         if len(local) == 0:
             return torch.empty(0)
         rows = torch.searchsorted(keys, local * self.num_items + items)
@@ -421,7 +422,7 @@ class PTFClient(PartyLogic):
         emb = torch.zeros(num, width, 2 * self.shape.dim).index_put((local, slot), table[rows])
         with torch.no_grad():
             logits = ncf.forward(self.shape, params, emb)
-        return torch.sigmoid(logits[local, slot])
+        return logits[local, slot]
 
     def _uploads(self, ctxs: Sequence[PartyContext], clients: torch.Tensor,
                  pos: list[torch.Tensor], params: dict[str, torch.Tensor], table: torch.Tensor,
@@ -458,7 +459,7 @@ class PTFClient(PartyLogic):
         up_items = torch.cat([p_items[keep_p], n_items_[keep_n]])
         is_pos = torch.cat([torch.ones(int(keep_p.sum()), dtype=torch.bool),
                             torch.zeros(int(keep_n.sum()), dtype=torch.bool)])
-        raw = self._score(params, table, keys, up_local, up_items, num)
+        raw = torch.sigmoid(self._logits(params, table, keys, up_local, up_items, num))
         scores = raw
         n_swap = torch.zeros(num, dtype=torch.int64)
         if cfg.defense == "sampling+swapping":
@@ -491,11 +492,22 @@ class PTFClient(PartyLogic):
             part = ctxs[start : start + chunk]
             num = len(part)
             clients = torch.tensor([c.party for c in part], dtype=torch.int64)
-            keys = (torch.arange(num)[:, None] * n_items + all_items[None, :]).reshape(-1)
-            table = self._item_table(part, clients, keys)
             params = self._stack_params(part)
+            # Untrained rows are base rows (ncf.init_item_rows): score the shared base table
+            # once per client (no per-client copy of it), then read each item's base row.
+            base = ncf.base_item_table(self.shape, cfg.seed, n_items)
             with torch.no_grad():
-                scores = ncf.forward(self.shape, params, table.view(num, n_items, -1))
+                on_base = ncf.forward(self.shape, params, base.expand(num, -1, -1))
+            scores = on_base.gather(1, ncf.base_row_index(cfg.seed, clients[:, None],
+                                                          all_items[None, :], n_items))
+            # Trained rows replace their initial ones.
+            st_local = torch.cat([torch.full((len(c.state["items"]),), i)
+                                  for i, c in enumerate(part)])
+            st_items = torch.cat([c.state["items"] for c in part])
+            if len(st_items):
+                st_rows = torch.cat([c.state["rows"] for c in part])
+                scores[st_local, st_items] = self._logits(
+                    params, st_rows, st_local * n_items + st_items, st_local, st_items, num)
             tr_local = torch.cat([torch.full((c.data.num_train,), i) for i, c in enumerate(part)])
             tr_items = torch.from_numpy(np.concatenate([c.data.train_items for c in part]))
             scores[tr_local, tr_items.long()] = -torch.inf
