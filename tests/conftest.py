@@ -7,6 +7,7 @@ that is not staged are skipped, never faked. ``tests/data/conftest.py`` keeps it
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -48,6 +49,18 @@ def ml100k(data_root: Path) -> RatingDataset:
     ds = _load(data_root, "ml-100k", "ml-100k/u.data")
     assert isinstance(ds, RatingDataset)
     return ds
+
+
+@pytest.fixture(scope="session")
+def ml100k_1_to_100(ml100k: RatingDataset) -> RatingDataset:
+    """ML-100K with its ratings mapped affinely from 1..5 onto YahooMusic's 1..100."""
+    f = 99.0 / 4.0
+
+    def move(x: Interactions) -> Interactions:
+        return dataclasses.replace(x, values=(1.0 + (x.values - 1.0) * f).astype(np.float32))
+
+    return dataclasses.replace(ml100k, train=move(ml100k.train), test=move(ml100k.test),
+                               rating_min=1.0, rating_max=100.0)
 
 
 @pytest.fixture(scope="session")

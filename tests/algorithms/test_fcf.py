@@ -225,3 +225,14 @@ def test_implicit_recall_improves(name: str, request: pytest.FixtureRequest) -> 
     assert final["eval_clients"] == len(np.unique(ds.test.users[np.isin(ds.test.users,
                                                                           ds.user_ids())]))
     assert all(role_of(u) == "client" for u in trainer.runtime.states)
+
+
+def test_rating_units_make_training_scale_free(ml100k: RatingDataset,
+                                               ml100k_1_to_100: RatingDataset) -> None:
+    """The same settings on 1..5 and on 1..100 (YahooMusic's scale) learn the same model in
+    rating units; without units the 1..5 client step diverged on YahooMusic."""
+    small, _ = _trainer(ml100k, "ml-100k", rounds=3)
+    big, _ = _trainer(ml100k_1_to_100, "ml-100k", rounds=3)
+    _train(small, 3)
+    _train(big, 3)
+    assert big.evaluate()["rmse"] == pytest.approx(24.75 * small.evaluate()["rmse"], rel=1e-4)

@@ -54,6 +54,7 @@ from fedrec.algorithms.mf_common import (
     cohort_rows,
     evaluate_clients_explicit,
     evaluate_clients_ranking,
+    rating_unit,
     reduce_client_metrics,
     scale_midpoint,
 )
@@ -106,6 +107,7 @@ class FCFClient(PartyLogic):
             (dataset.rating_min, dataset.rating_max) if self.explicit else (0.0, 0.0)
         )
         self.mu = scale_midpoint(dataset) if self.explicit else 0.0
+        self.unit = rating_unit(self.rating_range) if self.explicit else 1.0
         self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits)
 
     def init_state(self, party: int, data: Any) -> dict[str, Any]:
@@ -173,7 +175,8 @@ class FCFClient(PartyLogic):
         def loss_of(p_rows: torch.Tensor, bu_rows: torch.Tensor, q_rows: torch.Tensor,
                     bi_rows: torch.Tensor | None, item_penalty: bool) -> torch.Tensor:
             if self.explicit:
-                return rating_loss(p_rows, bu_rows, q_rows, bi_rows, rows.values, self.mu,
+                return rating_loss(p_rows, bu_rows, q_rows, bi_rows, rows.values / self.unit,
+                                   self.mu / self.unit,
                                    cfg.reg, item_penalty=item_penalty)
             return bpr_loss(p_rows, q_rows[:n], q_rows[n:], cfg.reg, item_penalty=item_penalty)
 

@@ -96,7 +96,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
-from fedrec.algorithms.mf_common import reduce_client_metrics, scale_midpoint
+from fedrec.algorithms.mf_common import rating_unit, reduce_client_metrics, scale_midpoint
 from fedrec.config import RunConfig, check_choice, check_range
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
@@ -210,12 +210,6 @@ def pad_tests(datas: Sequence[ClientData]) -> tuple[torch.Tensor, torch.Tensor, 
         vals[r, :n] = torch.from_numpy(data.test_values.astype(np.float32))
         tmask[r, :n] = True
     return test, vals, tmask
-
-
-def rating_unit(rating_range: tuple[float, float]) -> float:
-    """A quarter of the public rating range: the model's unit of rating (1 on a 1..5 scale)."""
-    lo, hi = rating_range
-    return (hi - lo) / 4.0 if hi > lo else 1.0
 
 
 def ldp_mechanism(cfg: FedGNNConfig) -> LaplaceMechanism:

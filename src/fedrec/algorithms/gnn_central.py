@@ -37,9 +37,8 @@ from fedrec.algorithms.fedgnn import (
     GNNModelConfig,
     pad_subgraphs,
     pad_tests,
-    rating_unit,
 )
-from fedrec.algorithms.mf_common import scale_midpoint
+from fedrec.algorithms.mf_common import rating_unit, scale_midpoint
 from fedrec.config import check_range
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset

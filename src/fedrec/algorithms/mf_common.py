@@ -36,6 +36,14 @@ def scale_midpoint(ds: RatingDataset) -> float:
     return (ds.rating_min + ds.rating_max) / 2.0
 
 
+def rating_unit(rating_range: tuple[float, float]) -> float:
+    """A quarter of the public rating range: the models' unit of rating (1 on a 1..5 scale,
+    24.75 on YahooMusic's 1..100). Models that learn ratings divided by it share one set of
+    learning rates across scales (a step sized for 1..5 diverges on 1..100)."""
+    lo, hi = rating_range
+    return (hi - lo) / 4.0 if hi > lo else 1.0
+
+
 @dataclass
 class CohortRows:
     """The training rows of a cohort, concatenated; ``local`` is the client's cohort position."""
@@ -78,11 +86,14 @@ def evaluate_clients_explicit(
     ctxs: Sequence[PartyContext], p: torch.Tensor, b_u: torch.Tensor, q: torch.Tensor,
     b_i: torch.Tensor, mu: float, rating_range: tuple[float, float],
 ) -> list[Payload]:
-    """Each client predicts its own test ratings (clamped to the scale) and returns error sums."""
+    """Each client predicts its own test ratings (clamped to the scale) and returns error sums;
+    the parameters are in rating units (:func:`rating_unit`), ``mu`` on the rating scale."""
     rows = cohort_rows(ctxs, "test")
     lo, hi = rating_range
+    unit = rating_unit(rating_range)
     with torch.no_grad():
-        pred = mu + b_u[rows.local] + b_i[rows.items] + (p[rows.local] * q[rows.items]).sum(-1)
+        pred = mu + unit * (b_u[rows.local] + b_i[rows.items]
+                            + (p[rows.local] * q[rows.items]).sum(-1))
         err = pred.clamp(lo, hi) - rows.values
     zeros = torch.zeros(len(ctxs), dtype=torch.float64, device=err.device)
     sq = zeros.index_add(0, rows.local, err.double() ** 2).cpu()

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import CentralizedTrainer
-from fedrec.algorithms.mf_common import MFConfig, scale_midpoint
+from fedrec.algorithms.mf_common import MFConfig, rating_unit, scale_midpoint
 from fedrec.config import check_range
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 from fedrec.federation.rng import derive_seed, torch_generator
@@ -42,6 +42,9 @@ class PMFTrainer(CentralizedTrainer):
         self.device = device
         self.explicit = isinstance(dataset, RatingDataset)
         self.mu = scale_midpoint(dataset) if self.explicit else 0.0
+        # Trained in rating units (ratings / unit), so one learning rate fits every scale.
+        self.unit = (rating_unit((dataset.rating_min, dataset.rating_max)) if self.explicit
+                     else 1.0)
         gen = torch_generator(cfg.seed, "pmf-init")
         self.p = init_factors(dataset.num_users, cfg.dim, gen).to(device).requires_grad_(True)
         self.q = init_factors(dataset.num_items, cfg.dim, gen).to(device).requires_grad_(True)
@@ -52,7 +55,7 @@ class PMFTrainer(CentralizedTrainer):
         tr = dataset.train
         self.users = torch.from_numpy(tr.users.astype(np.int64)).to(device)
         self.items = torch.from_numpy(tr.items.astype(np.int64)).to(device)
-        self.values = torch.from_numpy(tr.values.astype(np.float32)).to(device)
+        self.values = torch.from_numpy(tr.values.astype(np.float32)).to(device) / self.unit
         self.keys = torch.sort(self.users * dataset.num_items + self.items).values
 
     def train_round(self, rnd: int) -> dict[str, float]:
@@ -71,8 +74,8 @@ class PMFTrainer(CentralizedTrainer):
             u, i = self.users[idx], self.items[idx]
             if self.explicit:
                 loss = rating_loss(
-                    self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.values[idx], self.mu,
-                    cfg.reg,
+                    self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.values[idx],
+                    self.mu / self.unit, cfg.reg,
                 )
             else:
                 loss = bpr_loss(self.p[u], self.q[i], self.q[negatives[idx]], cfg.reg)
@@ -88,7 +91,8 @@ class PMFTrainer(CentralizedTrainer):
         if self.explicit:
             u = torch.from_numpy(te.users.astype(np.int64)).to(self.device)
             i = torch.from_numpy(te.items.astype(np.int64)).to(self.device)
-            pred = predict_ratings(self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.mu)
+            pred = self.unit * predict_ratings(self.p[u], self.b_u[u], self.q[i], self.b_i[i],
+                                               self.mu / self.unit)
             pred = pred.clamp(self.ds.rating_min, self.ds.rating_max).cpu().numpy()
             return {"rmse": rmse(pred, te.values), "mae": mae(pred, te.values)}
         shape = (self.ds.num_users, self.ds.num_items)

@@ -6,7 +6,9 @@ Explicit ratings (PMF, Salakhutdinov & Mnih 2007, with biases)::
     L = sum_{(u,i) in R} (r_ui - r_hat(u, i))^2 + reg * (|p_u|^2 + b_u^2 + |q_i|^2)
 
 ``mu`` is a *public* constant (the midpoint of the dataset's rating scale), never the global mean
-of the training ratings, which no single federated client could compute.
+of the training ratings, which no single federated client could compute. PMF, FCF and FedMF
+apply these to ratings divided by a public unit (a quarter of the rating scale,
+:func:`fedrec.algorithms.mf_common.rating_unit`), so one learning rate serves 1..5 and 1..100.
 
 Implicit feedback (BPR, Rendle et al. 2009)::
 
