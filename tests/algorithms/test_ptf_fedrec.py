@@ -99,7 +99,12 @@ def test_upload_sampling_and_swapping(run):
             continue
         up = st["last_upload"]
         n_pos_total = len(trainer.job.client_data[cid].train_items)
-        n_neg_total = len(torch.unique(st["negatives"]))
+        # Non-positives: the fixed negatives and the soft-labelled items trained this round.
+        non_pos = up["non_positives"]
+        assert torch.equal(non_pos, torch.unique(non_pos))
+        assert set(st["negatives"].tolist()) <= set(non_pos.tolist())
+        assert not set(non_pos.tolist()) & set(trainer.job.client_data[cid].train_items.tolist())
+        n_neg_total = len(non_pos)
         is_pos = up["is_pos"]
         k_pos, k_neg = int(is_pos.sum()), int((~is_pos).sum())
         lo, hi = cfg.beta_range
@@ -109,11 +114,11 @@ def test_upload_sampling_and_swapping(run):
         # Floors and "at least one", as in the authors' code.
         assert k_pos == min(max(1, math.floor(up["beta"] * n_pos_total)), n_pos_total)
         assert k_neg == min(max(1, math.floor(up["gamma"] * k_pos)), n_neg_total)
-        # Uploaded items are trained items: positives from the client's own, negatives from its
-        # fixed negatives.
+        # Uploaded items are trained items: positives from the client's own, the rest from its
+        # non-positives.
         assert set(up["items"][is_pos].tolist()) <= set(trainer.job.client_data[cid]
                                                         .train_items.tolist())
-        assert set(up["items"][~is_pos].tolist()) <= set(st["negatives"].tolist())
+        assert set(up["items"][~is_pos].tolist()) <= set(non_pos.tolist())
         n_swap = min(max(1, math.floor(cfg.swap_rate * k_pos)), k_neg)  # a few positives: 1
         assert up["n_swap"] == n_swap
         changed_pos = int((up["scores"][is_pos] != up["raw_scores"][is_pos]).sum())
@@ -151,9 +156,16 @@ def test_dispersal_excludes_uploads_and_sends_alpha_items(run):
         # Confident half: the most-updated items the client did not upload.
         expected = order[~np.isin(order, up)][:n_conf]
         assert np.array_equal(items[: len(expected)], expected[: len(items)])
-    # What the client stored is what it was sent.
-    cid = next(iter(disp))
-    assert np.array_equal(trainer.runtime.states[cid]["soft_items"].numpy(), disp[cid]["items"])
+    # What the client stored is what it was sent, less its own positives.
+    n_dropped = 0
+    for cid, payload in disp.items():
+        items = np.asarray(payload["items"])
+        own = np.isin(items, trainer.job.client_data[cid].train_items)
+        stored = trainer.runtime.states[cid]
+        assert np.array_equal(stored["soft_items"].numpy(), items[~own])
+        assert np.array_equal(stored["soft_scores"].numpy(), np.asarray(payload["scores"])[~own])
+        n_dropped += int(own.sum())
+    assert n_dropped > 0  # dispersal does hit clients' positives (the server cannot know them)
 
 
 def test_random_dispersal_ablations(ml100k):

@@ -8,21 +8,28 @@ No model parameter ever crosses the network: the server's graph model (NGCF or L
 1. ``train`` (server -> selected clients, empty payload): each client trains its NeuMF for
    ``local_epochs`` epochs (Adam ``client_lr``, batch ``client_batch``, BCE with the batch mean) on
    its positives (label 1), its ``num_negatives`` negatives per positive (label 0; drawn *once*,
-   when the client is created, uniformly with replacement from the items it has not interacted
-   with) and the soft labels the server dispersed to it last round. It then uploads scores
-   (sigmoid of its model) on a privacy-preserving subset of its trained items (``defense``):
+   when the client is created, uniformly without replacement from the items it has not
+   interacted with) and the soft labels the server dispersed to it last round (a dispersed item
+   that is one of its positives is dropped: the authors' ``server_data_clean``). It then uploads
+   scores (sigmoid of its model) on a privacy-preserving subset of its trained items
+   (``defense``). Its trained *non-positives* ``N`` are its negatives and this round's
+   soft-labelled items, as in the authors' code (which draws the uploaded negatives from every
+   trained item that is not a positive). The paper's text mentions only sampled negatives; with
+   them alone, the forced swap below inverts the only positive of a one-interaction client (65%
+   of Steam-200K's users have at most two), whereas the top soft-labelled item usually carries a
+   score close to the positive's:
 
    * ``sampling+swapping`` (the paper's method, default): ``beta ~ U[beta_range]``,
      ``gamma ~ U[gamma_range]`` drawn per client and round; ``max(1, floor(beta * |P|))``
-     positives and ``min(max(1, floor(gamma * n_pos_up)), #distinct negatives)`` distinct
-     negatives are drawn uniformly; then the ``n_swap = min(max(1, floor(swap_rate *
+     positives and ``min(max(1, floor(gamma * n_pos_up)), |N|)`` distinct non-positives are
+     drawn uniformly; then the ``n_swap = min(max(1, floor(swap_rate *
      n_pos_up)), n_neg_up)`` top-scored uploaded positives (none when ``swap_rate`` is 0)
-     exchange scores with the ``n_swap`` top-scored uploaded negatives (the i-th highest
-     positive with the i-th highest negative). The floors and the "at least one" follow the
+     exchange scores with the ``n_swap`` top-scored uploaded non-positives (the i-th highest
+     positive with the i-th highest non-positive). The floors and the "at least one" follow the
      authors' code (``int(...)`` and ``max(..., 1)``): a client uploading few positives still
      swaps one of them;
-   * ``sampling``: the same without swapping; ``none``: every positive and every distinct
-     negative, unperturbed; ``ldp``: like ``none`` plus Laplace noise of scale ``ldp_scale`` on
+   * ``sampling``: the same without swapping; ``none``: every positive and every
+     non-positive, unperturbed; ``ldp``: like ``none`` plus Laplace noise of scale ``ldp_scale`` on
      every score (clipped to [0, 1]).
 
    The upload is sorted by item id, so its order carries nothing about the labels.
@@ -63,7 +70,9 @@ built on public metadata only (a Flower ServerApp) has neither unless the experi
 them (``fedrec deploy --experimenter-oracle``); without them it reports the clients' metrics
 only and no attack statistics.
 ``attack_k: ratio`` (default) lets it guess ``k = round(n_uploaded / (1 + num_negatives))``: the
-protocol's public negative ratio, exact when everything trained is uploaded (``defense: none``);
+protocol's public negative ratio, exact when everything trained is uploaded (``defense: none``)
+in round 1; later the soft-labelled items in the upload raise it by ``~alpha / (1 +
+num_negatives)``;
 ``attack_k: oracle`` grants it the true number of uploaded positives.
 
 Cost (ML-100K, 943 clients, defaults, shared 2-core CPU, ``--threads 1``): ~14-19 s per round
@@ -295,8 +304,12 @@ class PTFClient(PartyLogic):
     ) -> list[Payload | None]:
         if step == "disperse":
             for ctx, p in zip(ctxs, payloads, strict=True):
-                ctx.state["soft_items"] = torch.as_tensor(p["items"]).to(torch.int64)
-                ctx.state["soft_scores"] = torch.as_tensor(p["scores"]).float()
+                items = torch.as_tensor(p["items"]).to(torch.int64)
+                # The server does not know the positives: a dispersed positive keeps its label 1
+                # (dropped here, as the authors' client does).
+                keep = torch.from_numpy(~np.isin(items.numpy(), ctx.data.train_items))
+                ctx.state["soft_items"] = items[keep]
+                ctx.state["soft_scores"] = torch.as_tensor(p["scores"]).float()[keep]
             return [None] * len(ctxs)
         if step == "train":
             # Groups of similar-sized clients bound the padded batches' memory (Gowalla's 30k
@@ -428,7 +441,9 @@ class PTFClient(PartyLogic):
                  pos: list[torch.Tensor], params: dict[str, torch.Tensor], table: torch.Tensor,
                  keys: torch.Tensor, seed_r: int) -> list[Payload]:
         cfg, num = self.cfg, len(ctxs)
-        negs = [torch.unique(c.state["negatives"]) for c in ctxs]
+        # The trained non-positives: the fixed negatives and this round's soft-labelled items.
+        negs = [torch.unique(torch.cat([c.state["negatives"], c.state["soft_items"]]))
+                for c in ctxs]
         p_items = torch.cat(pos)
         p_local = torch.repeat_interleave(torch.arange(num), torch.tensor([len(p) for p in pos]))
         n_items_ = torch.cat(negs)
@@ -478,7 +493,7 @@ class PTFClient(PartyLogic):
             ctxs[i].state["last_upload"] = {  # private bookkeeping, never sent
                 "items": up_items[o], "raw_scores": raw[o], "scores": scores[o],
                 "is_pos": is_pos[o], "beta": float(beta[i]), "gamma": float(gamma[i]),
-                "n_swap": int(n_swap[i]),
+                "n_swap": int(n_swap[i]), "non_positives": negs[i],
             }
             out.append({"items": up_items[o].clone(), "scores": scores[o].float().clone()})
         return out
