@@ -67,11 +67,16 @@ class FedAvgNCFClient(PTFClient):
 
     def _load(self, ctxs: Sequence[PartyContext], glob: Payload) -> None:
         params = {k: torch.as_tensor(glob[k]).float() for k in server_param_names(self.shape)}
-        rows = params.pop("item_emb")
-        items = torch.arange(self.num_items)
+        # The global item table is every client's starting table: rows a client trains are
+        # stored in its state, the others read from here (no per-client copy of the table).
+        self._global_rows = params.pop("item_emb")
         for c in ctxs:
             c.state["params"] = {"user": c.state["params"]["user"], **params}
-            c.state["items"], c.state["rows"] = items, rows
+
+    def _initial_rows(self, clients: torch.Tensor,
+                      items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loaded global table, indexed by item (the same for every client)."""
+        return self._global_rows, torch.broadcast_tensors(clients, items)[1]
 
     def _unload(self, ctxs: Sequence[PartyContext]) -> None:
         for c in ctxs:
@@ -101,10 +106,10 @@ class FedAvgNCFClient(PTFClient):
         out: list[Payload] = []
         for c in ctxs:
             st = c.state
-            if len(st["items"]) != self.num_items:
-                raise ProtocolError("client lost item rows during local training")
+            item_emb = self._global_rows.clone()  # the full table goes back, trained rows set
+            item_emb[st["items"]] = st["rows"]
             msg: Payload = {"n": int(c.data.num_train + len(st["negatives"])),
-                            "item_emb": st["rows"].clone()}
+                            "item_emb": item_emb}
             msg.update({k: v.clone() for k, v in st["params"].items() if k != "user"})
             out.append(msg)
         return out
@@ -118,8 +123,12 @@ def fedavg(uploads: Sequence[Payload], names: Sequence[str]) -> dict[str, torch.
     weights = weights / weights.sum()
     out = {}
     for k in names:
-        stacked = torch.stack([torch.as_tensor(u[k]).double() for u in uploads])
-        out[k] = torch.tensordot(weights, stacked, dims=1).float()
+        # A running sum, not a stacked tensor: Steam's 12k uploads of the item table would
+        # need 16 GB stacked in float64.
+        acc = torch.zeros(torch.as_tensor(uploads[0][k]).shape, dtype=torch.float64)
+        for w, u in zip(weights.tolist(), uploads, strict=True):
+            acc.add_(torch.as_tensor(u[k]).double(), alpha=w)
+        out[k] = acc.float()
     return out
 
 

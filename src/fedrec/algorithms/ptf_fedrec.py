@@ -330,13 +330,21 @@ class PTFClient(PartyLogic):
         names = ctxs[0].state["params"].keys()
         return {k: torch.stack([c.state["params"][k] for c in ctxs]) for k in names}
 
+    def _initial_rows(self, clients: torch.Tensor,
+                      items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(table, index)``: client ``clients[k]``'s untrained row of item ``items[k]`` is
+        ``table[index[k]]`` (broadcasting): a client-keyed permutation of the shared base table
+        (:func:`ncf.init_item_rows`)."""
+        return (ncf.base_item_table(self.shape, self.cfg.seed, self.num_items),
+                ncf.base_row_index(self.cfg.seed, clients, items, self.num_items))
+
     def _item_table(self, ctxs: Sequence[PartyContext], clients: torch.Tensor,
                     keys: torch.Tensor) -> torch.Tensor:
         """Rows of the sorted (local * I + item) ``keys``: stored rows, else the initial ones."""
         n_items = self.num_items
         local = keys // n_items
-        table = ncf.init_item_rows(self.shape, self.cfg.seed, clients[local], keys % n_items,
-                                   n_items)
+        shared, index = self._initial_rows(clients[local], keys % n_items)
+        table = shared[index]
         old_keys = torch.cat([c.state["items"] + i * n_items for i, c in enumerate(ctxs)])
         if len(old_keys):
             old_rows = torch.cat([c.state["rows"] for c in ctxs])
@@ -508,13 +516,12 @@ class PTFClient(PartyLogic):
             num = len(part)
             clients = torch.tensor([c.party for c in part], dtype=torch.int64)
             params = self._stack_params(part)
-            # Untrained rows are base rows (ncf.init_item_rows): score the shared base table
-            # once per client (no per-client copy of it), then read each item's base row.
-            base = ncf.base_item_table(self.shape, cfg.seed, n_items)
+            # Untrained rows are rows of a shared table (:meth:`_initial_rows`): score that table
+            # once per client (no per-client copy of it), then read each item's row.
+            shared, index = self._initial_rows(clients[:, None], all_items[None, :])
             with torch.no_grad():
-                on_base = ncf.forward(self.shape, params, base.expand(num, -1, -1))
-            scores = on_base.gather(1, ncf.base_row_index(cfg.seed, clients[:, None],
-                                                          all_items[None, :], n_items))
+                on_shared = ncf.forward(self.shape, params, shared.expand(num, -1, -1))
+            scores = on_shared.gather(1, index.expand(num, -1))
             # Trained rows replace their initial ones.
             st_local = torch.cat([torch.full((len(c.state["items"]),), i)
                                   for i, c in enumerate(part)])
