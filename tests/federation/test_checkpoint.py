@@ -84,3 +84,40 @@ def test_unreadable_checkpoints_raise_fedrec_error(tmp_path: Path) -> None:
         load_checkpoint(tmp_path / "missing.pt")
     with pytest.raises(FedrecError):
         load_checkpoint(tmp_path)  # a directory
+
+
+def test_packed_party_states_round_trip_through_a_file(tmp_path: Path) -> None:
+    from fedrec.federation.checkpoint import pack_states, unpack_states
+
+    states = {
+        c: {"rows": torch.randn(c + 1, 4), "items": torch.arange(c, dtype=torch.int64),
+            "scalar": torch.tensor(float(c)), "empty": torch.empty(0, 4),
+            "params": {"w": torch.randn(2, 3), "b": torch.zeros(3, dtype=torch.float64)},
+            "n": c, "beta": 0.5 * c, "np": np.arange(c), "tag": ("x", c)}
+        for c in range(5)
+    }
+    states[9] = {"only": torch.ones(2, dtype=torch.bool)}  # a party with other keys
+    save_checkpoint(tmp_path / "c.pt", {"states": pack_states(states)})
+    back = unpack_states(load_checkpoint(tmp_path / "c.pt")["states"])
+    assert list(back) == list(states)
+
+    def same(a, b) -> bool:
+        if isinstance(a, torch.Tensor):
+            return (a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b))
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, np.ndarray):
+            return np.array_equal(a, b)
+        return a == b
+
+    assert all(same(states[c], back[c]) for c in states)
+    # The packed copy and the unpacked states share nothing with the live states.
+    packed = pack_states(states)
+    states[1]["rows"].add_(1.0)
+    states[1]["params"]["w"].zero_()
+    again = unpack_states(packed)
+    assert torch.equal(again[1]["rows"], back[1]["rows"])
+    again[2]["rows"].add_(1.0)
+    assert torch.equal(unpack_states(packed)[2]["rows"], back[2]["rows"])
+    # Checkpoints written before packing hold the plain states.
+    assert unpack_states({3: {"x": 1}}) == {3: {"x": 1}}

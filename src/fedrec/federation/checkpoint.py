@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +43,64 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # a truncated or foreign file
         raise FedrecError(f"checkpoint {path} is unreadable ({type(exc).__name__})") from None
+
+
+class _Leaf:
+    """Where one tensor of a packed state went: group ``key``, position ``index`` in it."""
+
+    __slots__ = ("index", "key")
+
+    def __init__(self, key: tuple, index: int) -> None:
+        self.key, self.index = key, index
+
+    def __reduce__(self) -> tuple:
+        return (_Leaf, (self.key, self.index))
+
+
+PACKED = "packed-party-states-v1"
+
+
+def pack_states(states: Mapping[Hashable, Any]) -> dict[str, Any]:
+    """A columnar copy of many parties' states, for checkpoints.
+
+    Serialising tens of thousands of parties' small tensors one by one dominates a checkpoint
+    (Gowalla's 29,858 PTF-FedRec clients: ~300k tensors, ~45 s per round with a deep copy).
+    Every tensor found in nested dicts is concatenated with the others of the same key path,
+    dtype and trailing shape (one tensor per group); everything else is deep-copied in place.
+    The result shares no memory with ``states``; :func:`unpack_states` inverts it.
+    """
+    groups: dict[tuple, list[torch.Tensor]] = {}
+
+    def walk(obj: Any, path: tuple) -> Any:
+        if isinstance(obj, torch.Tensor):
+            key = (path, obj.dtype, tuple(obj.shape[1:]) if obj.dim() else None)
+            members = groups.setdefault(key, [])
+            members.append(obj.detach().reshape(1) if obj.dim() == 0 else obj.detach())
+            return _Leaf(key, len(members) - 1)
+        if isinstance(obj, dict):
+            return {k: walk(v, (*path, k)) for k, v in obj.items()}
+        return copy.deepcopy(obj)
+
+    skeleton = {party: walk(state, ()) for party, state in states.items()}
+    packed = {key: (torch.cat(members), [len(m) for m in members])
+              for key, members in groups.items()}
+    return {"format": PACKED, "skeleton": skeleton, "groups": packed}
+
+
+def unpack_states(packed: Mapping[str, Any]) -> dict[Hashable, Any]:
+    """The states of :func:`pack_states` (each tensor its own copy); a plain dict of states
+    (checkpoints written before packing) is returned as it is."""
+    if packed.get("format") != PACKED:
+        return dict(packed)
+    pieces = {key: [t.clone() for t in torch.split(flat, lengths)]
+              for key, (flat, lengths) in packed["groups"].items()}
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, _Leaf):
+            t = pieces[obj.key][obj.index]
+            return t.reshape(()) if obj.key[2] is None else t
+        if isinstance(obj, dict):
+            return {k: walk(v) for k, v in obj.items()}
+        return obj
+
+    return {party: walk(state) for party, state in packed["skeleton"].items()}

@@ -23,7 +23,6 @@ outgoing payload depends only on its own data, state and ``ctx`` randomness
 
 from __future__ import annotations
 
-import copy
 import os
 from abc import ABC, abstractmethod
 from collections import defaultdict
@@ -35,6 +34,7 @@ import numpy as np
 import torch
 
 from fedrec.errors import ConfigError
+from fedrec.federation.checkpoint import pack_states, unpack_states
 from fedrec.federation.codec import Payload, all_finite, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import SERVER, Message, PartyId, role_of
@@ -293,10 +293,10 @@ class InProcessRuntime(Runtime):
 
     # -- checkpointing -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"states": copy.deepcopy(self.states), "ledger": self.ledger.state_dict()}
+        return {"states": pack_states(self.states), "ledger": self.ledger.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.states = state["states"]
+        self.states = unpack_states(state["states"])
         self.ledger.load_state_dict(state["ledger"])
 
 
