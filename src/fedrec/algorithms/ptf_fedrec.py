@@ -75,10 +75,12 @@ in round 1; later the soft-labelled items in the upload raise it by ``~alpha / (
 num_negatives)``;
 ``attack_k: oracle`` grants it the true number of uploaded positives.
 
-Cost (ML-100K, 943 clients, defaults, shared 2-core CPU, ``--threads 1``): ~14-19 s per round
-(client training + upload ~8 s, server NGCF training ~5.5 s for ~300 full-graph batches,
-dispersal 0.1 s), ~2.4 KB per client per round on the wire (~163 uploaded pairs of 12 bytes up,
-30 pairs down). Two torch threads were 4x slower on the loaded machine (oversubscription).
+Cost (ML-100K, 943 clients, defaults, shared 2-core CPU, ``--threads 1``): ~8-12 s per round
+(client training + upload 4.7-7.0 s, server NGCF training 2.7-4.2 s for 312 full-graph batches,
+dispersal 0.2-0.3 s), 3-4.5 min per 20-round run, ~2.4 KB per client per round on the wire
+(~168 uploaded pairs of 12 bytes up, 30 pairs down). Two torch threads were 4x slower on the
+loaded machine (oversubscription). Gowalla (29,858 clients, 40,981 items, server batch 16,384 from
+its config section): ~2 min per round (clients ~60 s, server ~30 s, dispersal ~25 s).
 
 Data: ratings are treated as implicit positives. With ``split: per-user`` the loaded
 train + test rows are re-split per user (``test_fraction``, seed ``split_seed``) with

@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     rep.add_argument("--gowalla", action="store_true",
-                     help="ptf-fedrec: also PTF-FedRec on Gowalla (about two hours per seed)")
+                     help="ptf-fedrec: also PTF-FedRec on Gowalla (about 50 min per seed)")
     rep.add_argument("--report-only", action="store_true",
                      help="write the report from the runs completed so far; run nothing")
     rep.set_defaults(func=cmd_reproduce)

@@ -5,8 +5,8 @@ What it runs (``fedrec run`` with the packaged configs plus the overrides in the
 * **Accuracy** (Recall@20 / NDCG@20, mean ± std over ``--seeds`` seeds) on ML-100K and
   Steam-200K: PTF-FedRec's server model and client models, FedAvg over the same NeuMF clients,
   and centralized LightGCN, NGCF and NeuMF on the same per-user split, plus a most-popular
-  ranking computed here. ``--gowalla`` adds Gowalla's PTF-FedRec run only (about two hours on 2
-  cores; its baselines are not run).
+  ranking computed here. ``--gowalla`` adds Gowalla's PTF-FedRec run only (50 min measured on
+  2 shared cores; its baselines are not run).
 * **Communication**: bytes per client per round from each run's ledger (all steps,
   evaluation included) for PTF-FedRec and FedAvg-NeuMF.
 * **Privacy (Table VI's shape, ML-100K)**: the top-guess attack's F1 (mean over rounds) with
