@@ -307,8 +307,8 @@ class PTFClient(PartyLogic):
         if step == "disperse":
             for ctx, p in zip(ctxs, payloads, strict=True):
                 items = torch.as_tensor(p["items"]).to(torch.int64)
-                # The server does not know the positives: a dispersed positive keeps its label 1
-                # (dropped here, as the authors' client does).
+                # The server does not know the client's positives and may disperse one: the
+                # client drops it, keeping its own label 1 (the authors' server_data_clean).
                 keep = torch.from_numpy(~np.isin(items.numpy(), ctx.data.train_items))
                 ctx.state["soft_items"] = items[keep]
                 ctx.state["soft_scores"] = torch.as_tensor(p["scores"]).float()[keep]

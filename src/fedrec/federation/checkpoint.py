@@ -66,14 +66,15 @@ def pack_states(states: Mapping[Hashable, Any]) -> dict[str, Any]:
     Serialising tens of thousands of parties' small tensors one by one dominates a checkpoint
     (Gowalla's 29,858 PTF-FedRec clients: ~300k tensors, ~45 s per round with a deep copy).
     Every tensor found in nested dicts is concatenated with the others of the same key path,
-    dtype and trailing shape (one tensor per group); everything else is deep-copied in place.
-    The result shares no memory with ``states``; :func:`unpack_states` inverts it.
+    dtype, device and trailing shape (one tensor per group); everything else is deep-copied in
+    place. The result shares no memory with ``states``; :func:`unpack_states` inverts it.
     """
     groups: dict[tuple, list[torch.Tensor]] = {}
 
     def walk(obj: Any, path: tuple) -> Any:
         if isinstance(obj, torch.Tensor):
-            key = (path, obj.dtype, tuple(obj.shape[1:]) if obj.dim() else None)
+            trailing = tuple(obj.shape[1:]) if obj.dim() else None
+            key = (path, obj.dtype, str(obj.device), trailing)
             members = groups.setdefault(key, [])
             members.append(obj.detach().reshape(1) if obj.dim() == 0 else obj.detach())
             return _Leaf(key, len(members) - 1)
@@ -98,7 +99,7 @@ def unpack_states(packed: Mapping[str, Any]) -> dict[Hashable, Any]:
     def walk(obj: Any) -> Any:
         if isinstance(obj, _Leaf):
             t = pieces[obj.key][obj.index]
-            return t.reshape(()) if obj.key[2] is None else t
+            return t.reshape(()) if obj.key[3] is None else t
         if isinstance(obj, dict):
             return {k: walk(v) for k, v in obj.items()}
         return obj

@@ -90,6 +90,7 @@ def init_params(shape: NCFShape, seed: int, clients: torch.Tensor) -> dict[str, 
     return out
 
 
+@functools.lru_cache(maxsize=16)
 def _smallest_prime_at_least(n: int) -> int:
     p = max(n, 2)
     while any(p % k == 0 for k in range(2, int(p**0.5) + 1)):
