@@ -14,6 +14,7 @@ from fedrec.data.types import RatingDataset
 from fedrec.federation.codec import Payload
 from fedrec.federation.runtime import PartyContext
 from fedrec.metrics.ranking import per_user_topk_metrics
+from fedrec.models.mf import predict_ratings
 
 
 @dataclass
@@ -92,8 +93,8 @@ def evaluate_clients_explicit(
     lo, hi = rating_range
     unit = rating_unit(rating_range)
     with torch.no_grad():
-        pred = mu + unit * (b_u[rows.local] + b_i[rows.items]
-                            + (p[rows.local] * q[rows.items]).sum(-1))
+        pred = predict_ratings(p[rows.local], b_u[rows.local], q[rows.items], b_i[rows.items],
+                               mu, unit)
         err = pred.clamp(lo, hi) - rows.values
     zeros = torch.zeros(len(ctxs), dtype=torch.float64, device=err.device)
     sq = zeros.index_add(0, rows.local, err.double() ** 2).cpu()

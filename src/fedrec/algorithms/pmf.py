@@ -91,8 +91,8 @@ class PMFTrainer(CentralizedTrainer):
         if self.explicit:
             u = torch.from_numpy(te.users.astype(np.int64)).to(self.device)
             i = torch.from_numpy(te.items.astype(np.int64)).to(self.device)
-            pred = self.unit * predict_ratings(self.p[u], self.b_u[u], self.q[i], self.b_i[i],
-                                               self.mu / self.unit)
+            pred = predict_ratings(self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.mu,
+                                   self.unit)
             pred = pred.clamp(self.ds.rating_min, self.ds.rating_max).cpu().numpy()
             return {"rmse": rmse(pred, te.values), "mae": mae(pred, te.values)}
         shape = (self.ds.num_users, self.ds.num_items)

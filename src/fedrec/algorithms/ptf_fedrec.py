@@ -523,7 +523,7 @@ class PTFClient(PartyLogic):
             shared, index = self._initial_rows(clients[:, None], all_items[None, :])
             with torch.no_grad():
                 on_shared = ncf.forward(self.shape, params, shared.expand(num, -1, -1))
-            scores = on_shared.gather(1, index.expand(num, -1))
+            scores = on_shared.gather(1, index)
             # Trained rows replace their initial ones.
             st_local = torch.cat([torch.full((len(c.state["items"]),), i)
                                   for i, c in enumerate(part)])

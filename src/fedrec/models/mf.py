@@ -30,10 +30,12 @@ def init_factors(n: int, dim: int, generator: torch.Generator, std: float = 0.1)
 
 
 def predict_ratings(
-    p: torch.Tensor, b_u: torch.Tensor, q: torch.Tensor, b_i: torch.Tensor, mu: float
+    p: torch.Tensor, b_u: torch.Tensor, q: torch.Tensor, b_i: torch.Tensor, mu: float,
+    unit: float = 1.0,
 ) -> torch.Tensor:
-    """Row-wise ``mu + b_u + b_i + p . q`` for aligned rows of user and item parameters."""
-    return mu + b_u + b_i + (p * q).sum(-1)
+    """Row-wise ``mu + unit * (b_u + b_i + p . q)`` for aligned rows of user and item
+    parameters learnt in rating units (``unit`` 1: the plain formula, bit for bit)."""
+    return mu + unit * b_u + unit * b_i + unit * (p * q).sum(-1)
 
 
 def rating_loss(
