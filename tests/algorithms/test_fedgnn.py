@@ -178,16 +178,21 @@ def test_expansion_privacy_boundaries(ds) -> None:
     torch.testing.assert_close(rt.states[c]["nb_mean"], expected)
 
 
+def _first_users_trainer(ds, cfg: FedGNNConfig, users: int = 200) -> FederatedTrainer:
+    job = build_fedgnn_job(cfg, ds, torch.device("cpu"))
+    job.client_data = {u: d for u, d in job.client_data.items() if u < users}
+    job.server = FedGNNServer(cfg, ds.num_items, len(job.client_data))
+    job.client_logic.template = job.server.params
+    return FederatedTrainer(job, cfg, torch.device("cpu"))
+
+
 def test_training_reduces_rmse_and_privacy_report(ds) -> None:
     # The first 200 users only (keeps the test fast); 100 per round: an epoch is 2 rounds, so
     # the expansion happens at round 3.
     cfg = FedGNNConfig(rounds=4, dim=16, clients_per_round=100, pseudo_items=100, neighbours=4,
                        loss_reduction="sum", lr=0.5, lr_user=0.5, local_steps=1, expand_after=1)
-    job = build_fedgnn_job(cfg, ds, torch.device("cpu"))
-    job.client_data = {u: d for u, d in job.client_data.items() if u < 200}
-    srv = job.server = FedGNNServer(cfg, ds.num_items, len(job.client_data))
-    job.client_logic.template = srv.params
-    tr = FederatedTrainer(job, cfg, torch.device("cpu"))
+    tr = _first_users_trainer(ds, cfg)
+    srv = tr.job.server
     before = tr.evaluate()["rmse"]
     for rnd in range(1, 5):
         stats = tr.train_round(rnd)
@@ -206,6 +211,24 @@ def test_training_reduces_rmse_and_privacy_report(ds) -> None:
     assert rep["epsilon_vector_composed_basic"] == pytest.approx(4 * eps.per_vector)
     assert rep["noise_multiplier"] == pytest.approx(0.2 / (2 * 0.1))
     assert 1 <= rep["max_participation"] <= 4
+
+
+def test_trainable_neighbours_follow_their_owners_every_round(ds) -> None:
+    cfg = FedGNNConfig(rounds=3, dim=16, clients_per_round=100, pseudo_items=20, neighbours=4,
+                       loss_reduction="sum", lr=0.5, local_steps=1, expand_after=0,
+                       trainable_neighbours=True)
+    tr = _first_users_trainer(ds, cfg)
+    srv, rt = tr.job.server, tr.runtime
+    means = []
+    for rnd in range(1, 4):
+        assert "expanded" in tr.train_round(rnd)
+        means.append(rt.states[7]["nb_mean"].clone())
+    assert srv.expansions == 3
+    # Neighbours trained in between, so the mean client 7 receives moves; without the option
+    # it is received once and kept.
+    assert not torch.equal(means[0], means[1]) and not torch.equal(means[1], means[2])
+    fixed = _first_users_trainer(ds, FedGNNConfig(**{**vars(cfg), "trainable_neighbours": False}))
+    assert ["expanded" in fixed.train_round(r) for r in (1, 2, 3)] == [True, False, False]
 
 
 @pytest.mark.parametrize("kind", gnn.GNN_KINDS)

@@ -279,3 +279,18 @@ def test_all_finite_finds_nan_and_inf_anywhere() -> None:
         assert not all_finite(payload), payload
     # Integers, booleans and byte strings cannot hold NaN and are not mistaken for it.
     assert all_finite({"i": np.iinfo(np.int64).max, "b": True, "tok": np.array([b"nan"], "S3")})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_all_finite_finds_one_bad_value_in_a_large_upload(dtype: torch.dtype) -> None:
+    # Large enough for the vectorised reductions; the bad value at the start, in the middle of
+    # a SIMD block, at a block's edge and at the end (a reduction that skipped any of them, or
+    # a NaN lost in min/max, would pass it).
+    n = 70_001
+    assert all_finite({"g": torch.randn(n, dtype=dtype), "e": torch.zeros(0), "a": np.zeros(0)})
+    for pos in (0, 5, 4095, 4096, n // 2, n - 1):
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            t = torch.randn(n, dtype=dtype)
+            t[pos] = bad
+            assert not all_finite({"g": t}), (pos, bad)
+            assert not all_finite({"g": t.numpy()}), (pos, bad)

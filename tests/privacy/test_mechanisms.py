@@ -1,7 +1,9 @@
 import math
 
+import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from fedrec.errors import ConfigError
 from fedrec.privacy import (
@@ -20,23 +22,33 @@ def test_laplace_epsilon_is_sensitivity_over_scale() -> None:
     assert mech.noise_multiplier == 2.0
 
 
-def test_laplace_noise_is_reproducible_and_has_the_right_scale() -> None:
+def _generator(kind: str, seed: int) -> torch.Generator | np.random.Generator:
+    return torch.Generator().manual_seed(seed) if kind == "torch" else np.random.default_rng(seed)
+
+
+@pytest.mark.parametrize("gen", ["torch", "numpy"])
+def test_laplace_noise_is_reproducible_and_laplace_distributed(gen: str) -> None:
     mech = LaplaceMechanism(1.0, 0.5)
     x = torch.zeros(200_000)
-    a = mech.add_noise(x, torch.Generator().manual_seed(7))
-    b = mech.add_noise(x, torch.Generator().manual_seed(7))
+    a = mech.add_noise(x, _generator(gen, 7))
+    b = mech.add_noise(x, _generator(gen, 7))
     assert torch.equal(a, b)
+    assert not torch.equal(a, mech.add_noise(x, _generator(gen, 8)))
     assert a.abs().mean().item() == pytest.approx(0.5, rel=0.02)  # E|Lap(b)| = b
     assert a.mean().item() == pytest.approx(0.0, abs=0.01)
     assert a.dtype == x.dtype and a.shape == x.shape
+    # The whole law, not two moments: Kolmogorov-Smirnov against Laplace(0, 0.5).
+    assert stats.kstest(a.numpy(), stats.laplace(scale=0.5).cdf).pvalue > 1e-3
 
 
 def test_gaussian_noise_has_sigma() -> None:
     mech = GaussianMechanism(2.0, noise_multiplier=1.5)
     assert mech.sigma == 3.0
-    y = mech.add_noise(torch.ones(200_000, dtype=torch.float64), torch.Generator().manual_seed(0))
-    assert y.dtype == torch.float64
-    assert (y - 1).std().item() == pytest.approx(3.0, rel=0.02)
+    for gen in ("torch", "numpy"):
+        y = mech.add_noise(torch.ones(200_000, dtype=torch.float64), _generator(gen, 0))
+        assert y.dtype == torch.float64
+        assert (y - 1).std().item() == pytest.approx(3.0, rel=0.02)
+        assert stats.kstest((y - 1).numpy(), stats.norm(scale=3.0).cdf).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("nm", [0.5, 1.0, 3.0])

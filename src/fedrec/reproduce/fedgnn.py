@@ -50,7 +50,8 @@ PRIVACY = {"clip": 0.1, "laplace": 0.2, "pseudo_items": 1000}
 VARIANTS = {
     "FedGNN (GAT)": {},
     "no expansion": {"neighbours": 0},
-    "trainable neighbours": {"trainable_neighbours": True},
+    # The paper's "fully trainable" neighbours: updated in each iteration, from the start.
+    "trainable neighbours": {"trainable_neighbours": True, "expand_after": 0},
     "GCN": {"gnn": "gcn"},
     # GAT's tuned client step on the user embedding (lr_user 0.5 on the summed loss) makes
     # GGNN's training loss explode from round 2 (1.5e3 -> 5e5 -> NaN by round 53, measured);
