@@ -87,7 +87,7 @@ def test_unreadable_checkpoints_raise_fedrec_error(tmp_path: Path) -> None:
 
 
 def test_packed_party_states_round_trip_through_a_file(tmp_path: Path) -> None:
-    from fedrec.federation.checkpoint import pack_states, unpack_states
+    from fedrec.federation.checkpoint import _Leaf, pack_states, unpack_states
 
     states = {
         c: {"rows": torch.randn(c + 1, 4), "items": torch.arange(c, dtype=torch.int64),
@@ -121,3 +121,12 @@ def test_packed_party_states_round_trip_through_a_file(tmp_path: Path) -> None:
     assert torch.equal(unpack_states(packed)[2]["rows"], back[2]["rows"])
     # Checkpoints written before packing hold the plain states.
     assert unpack_states({3: {"x": 1}}) == {3: {"x": 1}}
+    # Packs from before keys held the device: (path, dtype, trailing shape).
+    old = {"format": packed["format"],
+           "skeleton": {0: {"s": _Leaf((("s",), torch.float32, None), 0),
+                            "r": _Leaf((("r",), torch.float32, (2,)), 0)}},
+           "groups": {(("s",), torch.float32, None): (torch.tensor([3.0]), [1]),
+                      (("r",), torch.float32, (2,)): (torch.ones(1, 2), [1])}}
+    restored = unpack_states(old)[0]
+    assert restored["s"].shape == () and float(restored["s"]) == 3.0
+    assert restored["r"].shape == (1, 2)

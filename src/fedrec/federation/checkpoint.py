@@ -99,7 +99,9 @@ def unpack_states(packed: Mapping[str, Any]) -> dict[Hashable, Any]:
     def walk(obj: Any) -> Any:
         if isinstance(obj, _Leaf):
             t = pieces[obj.key][obj.index]
-            return t.reshape(()) if obj.key[3] is None else t
+            # The key ends with the trailing shape (None: a 0-d tensor). Packs written before
+            # keys held the device are (path, dtype, trailing): the last element serves both.
+            return t.reshape(()) if obj.key[-1] is None else t
         if isinstance(obj, dict):
             return {k: walk(v) for k, v in obj.items()}
         return obj
