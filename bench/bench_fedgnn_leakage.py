@@ -75,7 +75,7 @@ def run(ds, dataset: str, m: int, ldp: str, rounds: int, score_rounds: list[int]
         if rnd in score_rounds:
             s = attack.summary(round=rnd)
             out.append({"M": m, "ldp": ldp, "round": rnd, "lr": cfg.lr,
-                        "best_rule": attack.best_rule(rnd), "train_loss": stats["train_loss"],
+                        "best_rule": attack.best_rule(rnd), "train_loss": stats.get("train_loss"),
                         "rmse": trainer.evaluate()["rmse"],
                         "seconds": time.perf_counter() - t0, **s})
     return out

@@ -21,6 +21,10 @@ SETTINGS = {
     # restore it too.
     "ptf-fedrec": {"rounds": 4, "eval_every": 2, "clients_per_round": 200, "local_epochs": 1,
                    "server_epochs": 1, "eval_clients": False},
+    # Every client per round, so an epoch is one round: the graph expansion happens in round 2,
+    # before the stop, and the resumed rounds need the neighbour means and the decayed lr.
+    "fedgnn": {"rounds": 4, "eval_every": 2, "dim": 8, "clients_per_round": 943,
+               "dropout": 0.2, "pseudo_items": 50, "neighbours": 4, "expand_after": 1},
 }
 
 
@@ -36,7 +40,7 @@ def _strip_times(history: list[dict]) -> list[dict]:
             for row in history]
 
 
-@pytest.fixture(scope="module", params=["fcf", "pmf", "ptf-fedrec"])
+@pytest.fixture(scope="module", params=list(SETTINGS))
 def runs(request, data_root: Path, tmp_path_factory: pytest.TempPathFactory):
     """(algorithm, uninterrupted result+dir, interrupted dir after stop, resumed result)."""
     if not (data_root / "ml-100k/u.data").is_file():
@@ -89,10 +93,13 @@ def test_resume_gives_exactly_the_uninterrupted_result(runs) -> None:
         assert full.communication["totals"]["bytes_total"] == 0  # centralized: nothing sent
     else:
         assert full.communication["totals"]["bytes_up"] > 0
-    if alg == "fcf":
+    if alg == "fedgnn":
+        assert ["expanded" in row["train"] for row in full.history] == [False, True, False, False]
+    if alg in ("fcf", "fedgnn"):
         # Dropouts and sampling happened (or the resume test would be too easy).
         clients = [row["train"]["clients"] for row in full.history]
-        assert all(0 < c < 300 for c in clients) and len(set(clients)) > 1
+        cohort = SETTINGS[alg]["clients_per_round"]
+        assert all(0 < c < cohort for c in clients) and len(set(clients)) > 1
     for value in full.final.values():
         assert math.isfinite(value)
 

@@ -11,29 +11,39 @@ import pytest
 import torch
 
 from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
 from fedrec.config import build_config
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, partition_by_user
-from fedrec.federation import InProcessRuntime, encode, role_of
+from fedrec.federation import InProcessRuntime, decode, encode, role_of
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
 
 
-def uploads(ds, cfg: FCFConfig, rnd: int = 1) -> tuple[dict[int, bytes], dict]:
-    """Run round ``rnd`` of FCF on ``ds``; every client->service message, as wire bytes."""
-    job = build_fcf_job(cfg, ds, torch.device("cpu"))
+Config = FCFConfig | FedGNNConfig
+
+
+def uploads(ds, cfg: Config, rnd: int = 1, steps: frozenset[str] | None = None
+            ) -> tuple[dict[int, tuple[bytes, ...]], dict]:
+    """Run round ``rnd`` of FCF or FedGNN on ``ds``; every client's messages to a service (the
+    server, FedGNN's third party) of the given ``steps`` (default all), in order, as wire
+    bytes."""
+    build = build_fedgnn_job if isinstance(cfg, FedGNNConfig) else build_fcf_job
+    job = build(cfg, ds, torch.device("cpu"))
     rt = InProcessRuntime(client_data=job.client_data, client_logic=job.client_logic,
                           services=job.services, seed=cfg.seed, dropout=cfg.dropout)
-    seen: dict[int, bytes] = {}
+    seen: dict[int, list[bytes]] = {}
+    sent: set[tuple[int, str]] = set()
 
     def observe(msg) -> None:
-        if role_of(msg.sender) == "client":
-            assert msg.sender not in seen  # one upload per client per round
-            seen[msg.sender] = encode(msg.payload)
+        if role_of(msg.sender) == "client" and (steps is None or msg.step in steps):
+            assert (msg.sender, msg.step) not in sent  # one message per client per step
+            sent.add((msg.sender, msg.step))
+            seen.setdefault(msg.sender, []).append(encode(msg.payload))
 
     rt.observers.append(observe)
     rt.begin_round(rnd)
     job.server.run_round(rt, rnd)
-    return seen, job.client_data
+    return {c: tuple(m) for c, m in seen.items()}, job.client_data
 
 
 def with_user_rows(ds, user: int, items: np.ndarray, values: np.ndarray):
@@ -48,19 +58,42 @@ def with_user_rows(ds, user: int, items: np.ndarray, values: np.ndarray):
     return dataclasses.replace(ds, train=train)
 
 
-def assert_only_target_changed(ds, changed, cfg: FCFConfig, target: int) -> None:
+def _equal_up_to_rounding(a: tuple[bytes, ...], b: tuple[bytes, ...]) -> bool:
+    """Same messages, floats within float32 rounding (relative 1e-5), everything else exact."""
+    def same(x, y) -> bool:
+        if isinstance(x, dict):
+            return isinstance(y, dict) and x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype != y.dtype or x.shape != y.shape:
+            return False
+        if x.dtype.kind == "f":
+            return bool(np.allclose(x, y, rtol=1e-5, atol=1e-6))
+        return bool(np.array_equal(x, y))
+
+    return len(a) == len(b) and all(same(decode(x), decode(y)) for x, y in zip(a, b, strict=True))
+
+
+def assert_only_target_changed(ds, changed, cfg: Config, target: int,
+                                steps: frozenset[str] | None = None,
+                                rounding: bool = False) -> None:
+    """Every client but ``target`` sends bit-identical messages; with ``rounding``, equal up to
+    float rounding (for computations batched over a cohort whose grouping the change moves)."""
     for rnd in range(1, 21):  # with dropouts: a round in which the target takes part
-        before, clients_before = uploads(ds, cfg, rnd)
+        before, clients_before = uploads(ds, cfg, rnd, steps)
         if target in before:
             break
-    after, clients_after = uploads(changed, cfg, rnd)
+    after, clients_after = uploads(changed, cfg, rnd, steps)
     assert target in before and target in after
     assert set(before) == set(after)  # the same clients answered (dropouts are data-blind)
     if cfg.dropout:
         assert len(before) < len(clients_before)  # some did drop out
     assert before[target] != after[target]
+    assert not _equal_up_to_rounding(before[target], after[target])
     differing = sorted(u for u in before if before[u] != after[u])
-    assert differing == [target]
+    if rounding:
+        assert all(_equal_up_to_rounding(before[u], after[u]) for u in differing if u != target)
+    else:
+        assert differing == [target]
     # The partition itself: every other client's data is the same.
     for u, c in clients_before.items():
         if u != target:
@@ -100,6 +133,35 @@ def test_explicit_ratings_other_items(ml100k: RatingDataset) -> None:
     changed = with_user_rows(ml100k, target, np.concatenate([items, unrated]),
                              np.concatenate([ml100k.train.values[rows][::2], np.full(7, 5.0)]))
     assert_only_target_changed(ml100k, changed, cfg, target)
+
+
+@pytest.mark.parametrize("step", ["train", "expand_key"])
+def test_fedgnn_only_the_changed_client_differs(ml100k: RatingDataset, step: str) -> None:
+    """FedGNN's uploads (clipped, noised, with pseudo items from the client's own keyed
+    generator) and its expansion messages to the third party (tokens and user embedding):
+    other items and ratings for one client change only that client's messages.
+
+    The simulator computes a cohort's gradients in padded chunks of clients sorted by item
+    count; the change moves other clients between chunks, and a batched matmul may then round
+    their GNN-weight gradients differently (measured: a few float32 ulps, at most ~1e-7 in
+    gradients and 3e-5 in a summed loss of ~100). So the train step's other uploads are
+    compared up to float rounding; ids, the number of rows and everything else exactly. After
+    an expansion the neighbours the third party returns to the target's co-raters do depend on
+    the target: that is the protocol's exchange, so the train step is checked in a round
+    without one."""
+    expand = step == "expand_key"
+    cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k", overrides={
+        "dim": 8, "pseudo_items": 50, "neighbours": 4, "dropout": 0.3,
+        "expand_after": 0 if expand else 100})
+    target = 42
+    rows = ml100k.train.users == target
+    items = ml100k.train.items[rows][::2]
+    unrated = np.setdiff1d(np.arange(ml100k.num_items), ml100k.train.items[rows])[:7]
+    changed = with_user_rows(ml100k, target, np.concatenate([items, unrated]),
+                             np.concatenate([6.0 - ml100k.train.values[rows][::2],
+                                             np.full(7, 5.0)]))
+    assert_only_target_changed(ml100k, changed, cfg, target, frozenset({step}),
+                               rounding=not expand)
 
 
 def test_implicit_feedback_with_negative_sampling(gowalla_500: InteractionDataset) -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fedrec.reproduce.runner import RunSpec, run_all
+from fedrec.algorithms import get_algorithm
+from fedrec.config import build_config, to_dict
+from fedrec.reproduce.runner import SAME_AS_NAME, RunSpec, run_all, status_of
+
+
+def resolved_config(algorithm: str, dataset: str, overrides: dict) -> dict:
+    """The config a run stores: packaged defaults, the dataset's section, the overrides."""
+    cfg = build_config(get_algorithm(algorithm).config_cls, algorithm, dataset,
+                       overrides=overrides)
+    return to_dict(cfg)
 
 
 class Recorder:
@@ -18,7 +27,8 @@ class Recorder:
         self.calls.append((algorithm, dict(overrides)))
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "results.json").write_text(json.dumps(
-            {"status": "complete", "config": dict(overrides), "final": {"rmse": 1.0}}))
+            {"status": "complete", "config": resolved_config(algorithm, dataset, overrides),
+             "final": {"rmse": 1.0}}))
 
 
 def test_equivalent_settings_run_once_and_runs_are_reused(tmp_path: Path) -> None:
@@ -35,6 +45,26 @@ def test_equivalent_settings_run_once_and_runs_are_reused(tmp_path: Path) -> Non
     assert run_all(specs, tmp_path, runner=again) == res and again.calls == []
 
 
+def test_a_run_made_with_another_packaged_config_is_run_again(tmp_path: Path) -> None:
+    """A finished run whose stored config differs from what the setting resolves to today
+    (the packaged per-dataset section changed since) is re-run, not reported as current."""
+    specs = [RunSpec("a", "fedgnn", "ml-100k", {"clip": 0.2}, (0,)),
+             RunSpec("twin", "fedgnn", "ml-100k", {"clip": 0.2, "laplace": 0.2}, (0,))]
+    rec = Recorder()
+    run_all(specs, tmp_path, runner=rec)
+    assert len(rec.calls) == 1
+    assert (tmp_path / "runs/twin/seed-0" / SAME_AS_NAME).is_file()
+    path = tmp_path / "runs/a/seed-0/results.json"
+    old = json.loads(path.read_text())
+    old["config"]["rounds"] += 1  # what the packaged config said when it ran
+    path.write_text(json.dumps(old))
+    again = Recorder()
+    res = run_all(specs, tmp_path, runner=again)
+    assert [c[1] for c in again.calls] == [{"clip": 0.2, "seed": 0}]
+    assert res["a"][0]["config"]["rounds"] == old["config"]["rounds"] - 1
+    assert status_of(tmp_path, specs[1]) == "seed 0: same run as a/seed-0"
+
+
 def test_report_only_runs_nothing(tmp_path: Path) -> None:
     rec = Recorder()
     res = run_all([RunSpec("a", "fcf", "ml-100k", {"rounds": 3}, (0,))], tmp_path, runner=rec,
@@ -44,7 +74,6 @@ def test_report_only_runs_nothing(tmp_path: Path) -> None:
 
 def test_a_failed_setting_is_recorded_and_the_grid_goes_on(tmp_path: Path) -> None:
     from fedrec.errors import ProtocolError
-    from fedrec.reproduce.runner import status_of
 
     rec = Recorder()
 

@@ -58,11 +58,14 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             done += 1
             folder = out / "runs" / spec.key / f"seed-{seed}"
             path = folder / RESULTS_NAME
-            canon = _effective(spec, seed)
+            resolved = _resolved(spec, seed)
+            canon = json.dumps([spec.algorithm, spec.dataset, resolved], sort_keys=True,
+                               default=str)
             if path.is_file() and json.loads(path.read_text()).get("status") == "complete":
                 res = json.loads(path.read_text())
-                if res["config"].get("seed") == seed and all(
-                        _same(res["config"].get(k), v) for k, v in spec.overrides.items()):
+                # Reused only if made with today's resolved config: a changed packaged config
+                # (a dataset's tuned section) must re-run the setting, not report the old run.
+                if _same_config(res["config"], resolved):
                     results.setdefault(spec.key, []).append(res)
                     by_config.setdefault(canon, (res, f"{spec.key}/seed-{seed}"))
                     continue
@@ -78,6 +81,7 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                                                          spec.overrides.items()))
             if (folder / FAILED_NAME).is_file():
                 continue  # failed before (e.g. diverged): reported, not retried
+            (folder / SAME_AS_NAME).unlink(missing_ok=True)  # it was another run's twin
             resume = (folder / CHECKPOINT_NAME).is_file()
             kwargs = dict(data_dir=data_dir, overrides={**spec.overrides, "seed": seed},
                           out_dir=folder, device=device, progress=progress)
@@ -103,20 +107,27 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
     return results
 
 
-def _effective(spec: RunSpec, seed: int) -> str:
-    """The resolved configuration of ``spec`` at ``seed`` (packaged defaults, the dataset's
-    section, the overrides) as canonical JSON, with the algorithm and dataset."""
+def _resolved(spec: RunSpec, seed: int) -> dict[str, Any]:
+    """The configuration ``spec`` runs with at ``seed``: packaged defaults, the dataset's
+    section, the overrides (what a run stores as its ``config``)."""
     from fedrec.algorithms import get_algorithm
     from fedrec.config import build_config, to_dict
 
     cfg = build_config(get_algorithm(spec.algorithm).config_cls, spec.algorithm, spec.dataset,
                        overrides={**spec.overrides, "seed": seed})
-    return json.dumps([spec.algorithm, spec.dataset, to_dict(cfg)], sort_keys=True, default=str)
+    return to_dict(cfg)
+
+
+def _same_config(stored: dict[str, Any], resolved: dict[str, Any]) -> bool:
+    return stored.keys() == resolved.keys() and all(_same(stored[k], v)
+                                                    for k, v in resolved.items())
 
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return list(a) == list(b)
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return _same_config(a, b)
     if isinstance(a, int | float) and isinstance(b, int | float):
         return float(a) == float(b)
     return a == b
