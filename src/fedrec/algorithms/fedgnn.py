@@ -233,9 +233,12 @@ def pad_tests(datas: Sequence[ClientData]) -> tuple[torch.Tensor, torch.Tensor, 
     return test, vals, tmask
 
 
-def ldp_mechanism(cfg: FedGNNConfig) -> LaplaceMechanism:
+def ldp_mechanism(cfg: FedGNNConfig) -> LaplaceMechanism | None:
     """Each upload coordinate is clipped to [-clip, clip] (L1 sensitivity ``2 clip``) and gets
-    ``Lap(laplace)`` noise: FedGNN's Eq. 1 (guarantee in :func:`fedgnn_ldp_epsilon`)."""
+    ``Lap(laplace)`` noise: FedGNN's Eq. 1 (guarantee in :func:`fedgnn_ldp_epsilon`). None when
+    ``clip`` or ``laplace`` is 0: the run then claims no local DP (the one place that decides)."""
+    if cfg.laplace <= 0 or cfg.clip <= 0:
+        return None
     return LaplaceMechanism(2 * cfg.clip, cfg.laplace)
 
 
@@ -253,7 +256,7 @@ class FedGNNClient(PartyLogic):
         # YahooMusic's 1..100), so one set of learning rates and clip bounds fits every dataset.
         self.unit = rating_unit(rating_range)
         self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu / self.unit)
-        self.mechanism = ldp_mechanism(cfg) if cfg.laplace > 0 and cfg.clip > 0 else None
+        self.mechanism = ldp_mechanism(cfg)
 
     def init_state(self, party: int, data: Any) -> dict[str, Any]:
         gen = torch_generator(self.cfg.seed, "init-user", party)
@@ -394,9 +397,8 @@ class FedGNNClient(PartyLogic):
             unified = clip_linf(unified, cfg.clip)
         if self.mechanism is not None:  # numpy's PCG64: half the cost of torch's uniforms
             unified = self.mechanism.add_noise(unified, ctx.rng("ldp-noise"))
-        out: Payload = {"items": ids,
-                        "grad_items": unified[n:].reshape(len(ids), width).contiguous(),
-                        "grad_model": unified[:n].contiguous()}
+        out: Payload = {"items": ids, "grad_items": unified[n:].view(len(ids), width),
+                        "grad_model": unified[:n]}
         # The training loss is a function of the private ratings that no noise covers: it
         # travels only in runs that claim no local DP, where it serves as a progress statistic.
         if self.mechanism is None:
@@ -543,8 +545,9 @@ class FedGNNServer(ServerLogic):
             uploads.index_add_(0, ids, torch.ones(len(ids)))
         for c in replies:
             self.participation[int(c)] = self.participation.get(int(c), 0) + 1
-        if self.cfg.laplace > 0 and self.cfg.clip > 0:
-            self.accountant.record(ldp_mechanism(self.cfg))
+        mechanism = ldp_mechanism(self.cfg)
+        if mechanism is not None:
+            self.accountant.record(mechanism)
         s = len(replies)
         lr = self.cfg.lr * self.cfg.lr_decay ** ((rnd - 1) // self.rounds_per_epoch)
         if self.cfg.l2 > 0:  # the server's own regulariser on its table: no upload needed
@@ -567,8 +570,8 @@ class FedGNNServer(ServerLogic):
         return reduce_client_metrics(replies.values(), True)
 
     def privacy_report(self) -> dict[str, Any] | None:
-        cfg = self.cfg
-        if cfg.laplace <= 0 or cfg.clip <= 0:
+        cfg, mechanism = self.cfg, ldp_mechanism(self.cfg)
+        if mechanism is None:
             return {"ldp": False, "note": "clip or laplace is 0: no formal guarantee"}
         eps = fedgnn_ldp_epsilon(cfg.clip, cfg.laplace, max(self.max_upload_dim, 1))
         rounds = sum(r.count for r in self.accountant.releases)
@@ -580,7 +583,7 @@ class FedGNNServer(ServerLogic):
                          "epsilon = PLD composition over every round (worst-case client)",
             "epsilon": rep.epsilon_pld,
             "epsilon_per_upload": eps.per_coordinate,
-            "noise_multiplier": ldp_mechanism(cfg).noise_multiplier,
+            "noise_multiplier": mechanism.noise_multiplier,
             "epsilon_per_upload_coordinate": eps.per_coordinate,
             "epsilon_per_upload_vector": eps.per_vector,
             "upload_dim_max": eps.dim,
