@@ -20,12 +20,16 @@ module near a minute on two cores.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import importlib
+import os
+import socket
+import sys
 
 import psutil
 import pytest
 
 from fedrec.engines.common import simulate
-from fedrec.engines.flower.deploy import LOOPBACK, deploy
+from fedrec.engines.flower.deploy import LOOPBACK, DeployError, Deployment, deploy, free_port
 from fedrec.engines.flower.node import node_share
 
 USERS = 40
@@ -105,3 +109,55 @@ def test_killed_supernode_does_not_stop_the_run(
     expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=trained < USERS)
     assert deploy_helpers.rel_diff(res["final"], expected) <= 1e-12
     deploy_helpers.no_process_left(watch)
+
+
+# A real process that binds and listens on the port given as its argument.
+LISTENER = ("import socket, sys, time\n"
+            "s = socket.socket()\n"
+            "s.bind(('127.0.0.1', int(sys.argv[1])))\n"
+            "s.listen()\n"
+            "time.sleep(60)\n")
+
+
+@pytest.fixture
+def held_port():
+    """A loopback port this test process listens on: another program's port."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_free_port_never_gives_a_port_twice() -> None:
+    # The kernel does hand a just-released port to the next probe; concurrent deployments of
+    # one process would then share it.
+    ports = [free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_a_port_taken_after_its_probe_is_replaced(monkeypatch, tmp_path, held_port) -> None:
+    probes = iter([held_port])
+    # The module itself (the package re-exports the function ``deploy`` under its name).
+    deploy_module = importlib.import_module("fedrec.engines.flower.deploy")
+    monkeypatch.setattr(deploy_module, "free_port", lambda: next(probes, None) or free_port())
+    dep = Deployment(tmp_path, dict(os.environ))
+    try:
+        proc, port = dep.start_listening(
+            "listener", lambda p: [sys.executable, "-c", LISTENER, str(p)], timeout=30)
+        assert port != held_port
+        assert dep.procs == [proc]  # the attempt on the taken port is not kept
+        conns = psutil.Process(proc.popen.pid).net_connections(kind="tcp")
+        assert any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns)
+    finally:
+        dep.stop()
+
+
+def test_another_programs_listener_is_not_taken_for_ours(tmp_path, held_port) -> None:
+    # Something answers on the port, but not the process started for it.
+    dep = Deployment(tmp_path, dict(os.environ))
+    try:
+        proc = dep.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+        with pytest.raises(DeployError, match="did not listen"):
+            dep._wait_listening(proc, held_port, timeout=2.0)
+    finally:
+        dep.stop()

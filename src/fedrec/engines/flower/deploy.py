@@ -57,22 +57,30 @@ class DeployError(FedrecError):
     """The deployment did not finish (a process failed, or it timed out)."""
 
 
+class _PortTaken(DeployError):
+    """A process could not bind its port: another program took it after it was probed."""
+
+
+_PORTS_GIVEN: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
+    """A loopback port that is free now and that no earlier call in this process returned.
 
-
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise DeployError(f"{what} exited with status {proc.returncode} at start")
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            if s.connect_ex((LOOPBACK, port)) == 0:
-                return
-        time.sleep(0.1)
-    raise DeployError(f"{what} did not open {LOOPBACK}:{port} within {timeout:.0f} s")
+    The port is only probed (bound and released): the process it is meant for binds it
+    seconds later. The kernel may hand the same port to the next probe in that window
+    (observed here: twice in a row), so concurrent deployments of one process would share a
+    port; remembering the ports given closes that race. Another program may still take the
+    port: :meth:`Deployment.start_listening` checks who listens and takes another port then."""
+    with _PORTS_LOCK:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((LOOPBACK, 0))
+                port = int(s.getsockname()[1])
+            if port not in _PORTS_GIVEN:
+                _PORTS_GIVEN.add(port)
+                return port
 
 
 def encode_config(cfg: dict[str, Any]) -> str:
@@ -117,6 +125,42 @@ class Deployment:
         proc = Proc(name, popen, log)
         self.procs.append(proc)
         return proc
+
+    def start_listening(self, name: str, argv: Callable[[int], list[str]],
+                        timeout: float = 60.0, attempts: int = 5) -> tuple[Proc, int]:
+        """Start ``argv(port)`` on a :func:`free_port` and wait until that process itself
+        listens on it -- not merely anyone: a connection test would pass on a port another
+        program took, and this deployment's parties would then talk to that program. A process
+        that exits because its port was taken in the meantime is started again on another."""
+        for _ in range(attempts):
+            port = free_port()
+            proc = self.start(name, argv(port))
+            try:
+                self._wait_listening(proc, port, timeout)
+                return proc, port
+            except _PortTaken:
+                self.procs.remove(proc)
+        raise DeployError(f"{name} found no free port in {attempts} attempts")
+
+    @staticmethod
+    def _wait_listening(proc: Proc, port: int, timeout: float) -> None:
+        import psutil
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if proc.popen.poll() is not None:
+                log = proc.log.read_text(errors="replace") if proc.log.is_file() else ""
+                error = _PortTaken if "address already in use" in log.lower() else DeployError
+                raise error(f"{proc.name} exited with status {proc.popen.returncode} at start")
+            try:
+                conns = psutil.Process(proc.popen.pid).net_connections(kind="tcp")
+            except psutil.NoSuchProcess:
+                conns = []
+            if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns):
+                return
+            time.sleep(0.1)
+        raise DeployError(f"{proc.name} did not listen on {LOOPBACK}:{port} within "
+                          f"{timeout:.0f} s")
 
     def track(self) -> None:
         """Remember every live descendant (they run in sessions of their own)."""
@@ -259,10 +303,6 @@ def deploy(
         (out / name).unlink(missing_ok=True)
     home = work / "flwr-home"
     home.mkdir()
-    link_port = free_port()
-    (home / "config.toml").write_text(
-        f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
-        f'address = "{LOOPBACK}:{link_port}"\ninsecure = true\n')
     app = work / "app"
     app.mkdir()
     (app / "fedrec_flower_app.py").write_text(_APP_MODULE)
@@ -296,32 +336,35 @@ def deploy(
             raise KeyboardInterrupt(f"signal {signum}")
         previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        link = dep.start("superlink", [
+        link, link_port = dep.start_listening("superlink", lambda port: [
             str(bindir / "flower-superlink"), "--insecure", "--host", LOOPBACK,
-            "--port", str(link_port), "--disable-runtime-dependency-installation"])
-        _wait_port(link_port, link.popen, 60, "flower-superlink")
+            "--port", str(port), "--disable-runtime-dependency-installation"])
+        (home / "config.toml").write_text(
+            f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
+            f'address = "{LOOPBACK}:{link_port}"\ninsecure = true\n')
         node_specs = [(f"supernode-{i}", f'role="client" partition-id={i} num-partitions={nodes}'
                        f" data-dir={_toml_str(str(data_root))}") for i in range(nodes)]
         node_specs += [(f"supernode-{r}", f"role={_toml_str(r)}") for r in roles]
         for name, node_config in node_specs:
-            port = free_port()
-            node = dep.start(name, [
+            node, port = dep.start_listening(name, lambda port, node_config=node_config: [
                 str(bindir / "flower-supernode"), "--insecure", "--superlink",
                 f"{LOOPBACK}:{link_port}", "--host", LOOPBACK, "--port", str(port),
                 "--isolation", "process" if executor == "warm" else "subprocess",
                 "--node-config", node_config])
             dep.nodes[name] = [node]
             if executor == "warm":
-                _wait_port(port, node.popen, 60, name)
                 dep.nodes[name].append(dep.start(f"{name}-worker", [
                     sys.executable, "-m", "fedrec.engines.flower.worker",
                     "--runtime-api-address", f"{LOOPBACK}:{port}",
                     "--parent-pid", str(node.popen.pid)]))
         say(f"started SuperLink on {LOOPBACK}:{link_port} and {len(node_specs)} SuperNodes "
             f"(FLWR_HOME={home})")
-        sub = subprocess.run(
-            [str(bindir / "flwr"), "run", str(app), CONNECTION, "--format", "json"],
-            env=env, cwd=work, capture_output=True, text=True, timeout=120)
+        try:
+            sub = subprocess.run(
+                [str(bindir / "flwr"), "run", str(app), CONNECTION, "--format", "json"],
+                env=env, cwd=work, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise DeployError("flwr run did not submit the app within 120 s") from None
         if sub.returncode != 0:
             raise DeployError(f"flwr run failed: {sub.stdout[-2000:]}{sub.stderr[-2000:]}")
         run_id = json.loads(sub.stdout[sub.stdout.index("{"):]).get("run-id")
@@ -365,7 +408,10 @@ def deploy(
         for p in dep.procs:
             text = p.log.read_text(errors="replace") if p.log.is_file() else ""
             tails.append(f"--- {p.name} (last lines)\n{text[-1500:]}")
-        raise DeployError(f"{exc}\n" + "\n".join(tails)) from None
+        # The reason again after the tails: a log cut to its head and end keeps it.
+        last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise DeployError(f"{exc}\n" + "\n".join(tails)
+                          + f"\n--- the deployment failed: {last}") from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
