@@ -61,12 +61,14 @@ class _PortTaken(DeployError):
     """A process could not bind its port: another program took it after it was probed."""
 
 
-_PORTS_GIVEN: set[int] = set()
+_PORTS_GIVEN: dict[int, float] = {}  # port -> when free_port gave it (monotonic seconds)
 _PORTS_LOCK = threading.Lock()
+_PORT_HOLD_S = 300.0  # longer than any start wait: by then its process bound it, or gave up
 
 
 def free_port() -> int:
-    """A loopback port that is free now and that no earlier call in this process returned.
+    """A loopback port that is free now and that no call in this process returned in the last
+    :data:`_PORT_HOLD_S` seconds.
 
     The port is only probed (bound and released): the process it is meant for binds it
     seconds later. The kernel may hand the same port to the next probe in that window
@@ -74,12 +76,15 @@ def free_port() -> int:
     port; remembering the ports given closes that race. Another program may still take the
     port: :meth:`Deployment.start_listening` checks who listens and takes another port then."""
     with _PORTS_LOCK:
+        now = time.monotonic()
+        for old in [p for p, t in _PORTS_GIVEN.items() if now - t > _PORT_HOLD_S]:
+            del _PORTS_GIVEN[old]
         while True:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind((LOOPBACK, 0))
                 port = int(s.getsockname()[1])
             if port not in _PORTS_GIVEN:
-                _PORTS_GIVEN.add(port)
+                _PORTS_GIVEN[port] = now
                 return port
 
 
