@@ -14,7 +14,9 @@ The ledgers (bytes and messages per round, direction, step) are identical. A Sup
 the other clients: exactly the simulator with those clients dropped.
 
 The three deployments run concurrently (they mostly wait on Flower's polling), to keep the
-module near a minute on two cores.
+module near a minute on two cores. They draw their ports concurrently too: the port tests at the
+end start plain Python listeners on a port another program took after it was probed, and check
+that a listener which is not the started process is not taken for it.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def test_a_port_taken_after_its_probe_is_replaced(monkeypatch, tmp_path, held_po
     try:
         proc, port = dep.start_listening(
             "listener", lambda p: [sys.executable, "-c", LISTENER, str(p)], timeout=30)
-        assert port != held_port
+        assert next(probes, None) is None and port != held_port  # the held port was tried
         assert dep.procs == [proc]  # the attempt on the taken port is not kept
         conns = psutil.Process(proc.popen.pid).net_connections(kind="tcp")
         assert any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns)
