@@ -10,9 +10,10 @@ directory, then starts, each in its own process group and bound to loopback only
   data-dir="..."'``) and one SuperNode per service party of the algorithm (FedGNN:
   ``role="third_party"``, no data directory);
 
-submits the app with ``flwr run`` (with ``experimenter_oracle``, the run config names the data
-directory as the ServerApp's experimenter's oracle: see :mod:`fedrec.engines.flower.server`; for
-an algorithm without instruments it is ignored), follows ``progress.jsonl`` (a hook may act
+(each on its own :func:`free_port`, counted as started once it listens there itself), submits
+the app with ``flwr run`` (with ``experimenter_oracle``, the run config names the data directory
+as the ServerApp's experimenter's oracle: see :mod:`fedrec.engines.flower.server`; for an
+algorithm without instruments it is ignored), follows ``progress.jsonl`` (a hook may act
 after each round, e.g. kill a SuperNode), and returns the ServerApp's ``results.json``.
 Telemetry is off (``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh temporary directory
 for every process. At the end every process started -- and every descendant seen (SuperExec,
