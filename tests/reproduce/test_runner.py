@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fedrec.algorithms import get_algorithm
-from fedrec.config import build_config, to_dict
+from fedrec.config import to_dict
+from fedrec.engines.common import resolve
 from fedrec.reproduce.runner import SAME_AS_NAME, RunSpec, run_all, status_of
-
-
-def resolved_config(algorithm: str, dataset: str, overrides: dict) -> dict:
-    """The config a run stores: packaged defaults, the dataset's section, the overrides."""
-    cfg = build_config(get_algorithm(algorithm).config_cls, algorithm, dataset,
-                       overrides=overrides)
-    return to_dict(cfg)
 
 
 class Recorder:
@@ -26,9 +19,10 @@ class Recorder:
     def __call__(self, algorithm, dataset, *, overrides, out_dir, **_) -> None:
         self.calls.append((algorithm, dict(overrides)))
         Path(out_dir).mkdir(parents=True, exist_ok=True)
+        # The config a run stores: resolved as fedrec run resolves it.
+        config = to_dict(resolve(algorithm, dataset, None, overrides)[1])
         (Path(out_dir) / "results.json").write_text(json.dumps(
-            {"status": "complete", "config": resolved_config(algorithm, dataset, overrides),
-             "final": {"rmse": 1.0}}))
+            {"status": "complete", "config": config, "final": {"rmse": 1.0}}))
 
 
 def test_equivalent_settings_run_once_and_runs_are_reused(tmp_path: Path) -> None:

@@ -492,6 +492,7 @@ class FedGNNServer(ServerLogic):
         self.rounds_per_epoch = math.ceil(num_clients / min(per_round, num_clients))
         self.expansions = 0
         self.accountant = PrivacyAccountant()
+        self.mechanism = ldp_mechanism(cfg)  # None: the run claims no local DP
         self.participation: dict[int, int] = {}
         self.max_upload_dim = 0
 
@@ -545,9 +546,8 @@ class FedGNNServer(ServerLogic):
             uploads.index_add_(0, ids, torch.ones(len(ids)))
         for c in replies:
             self.participation[int(c)] = self.participation.get(int(c), 0) + 1
-        mechanism = ldp_mechanism(self.cfg)
-        if mechanism is not None:
-            self.accountant.record(mechanism)
+        if self.mechanism is not None:
+            self.accountant.record(self.mechanism)
         s = len(replies)
         lr = self.cfg.lr * self.cfg.lr_decay ** ((rnd - 1) // self.rounds_per_epoch)
         if self.cfg.l2 > 0:  # the server's own regulariser on its table: no upload needed
@@ -570,7 +570,7 @@ class FedGNNServer(ServerLogic):
         return reduce_client_metrics(replies.values(), True)
 
     def privacy_report(self) -> dict[str, Any] | None:
-        cfg, mechanism = self.cfg, ldp_mechanism(self.cfg)
+        cfg, mechanism = self.cfg, self.mechanism
         if mechanism is None:
             return {"ldp": False, "note": "clip or laplace is 0: no formal guarantee"}
         eps = fedgnn_ldp_epsilon(cfg.clip, cfg.laplace, max(self.max_upload_dim, 1))

@@ -61,14 +61,13 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             resolved = _resolved(spec, seed)
             canon = json.dumps([spec.algorithm, spec.dataset, resolved], sort_keys=True,
                                default=str)
-            if path.is_file() and json.loads(path.read_text()).get("status") == "complete":
-                res = json.loads(path.read_text())
-                # Reused only if made with today's resolved config: a changed packaged config
-                # (a dataset's tuned section) must re-run the setting, not report the old run.
-                if _same_config(res["config"], resolved):
-                    results.setdefault(spec.key, []).append(res)
-                    by_config.setdefault(canon, (res, f"{spec.key}/seed-{seed}"))
-                    continue
+            stored = json.loads(path.read_text()) if path.is_file() else {}
+            # Reused only if made with today's resolved config: a changed packaged config (a
+            # dataset's tuned section) must re-run the setting, not report the old run.
+            if stored.get("status") == "complete" and _same(stored["config"], resolved):
+                results.setdefault(spec.key, []).append(stored)
+                by_config.setdefault(canon, (stored, f"{spec.key}/seed-{seed}"))
+                continue
             if canon in by_config:
                 results.setdefault(spec.key, []).append(by_config[canon][0])
                 folder.mkdir(parents=True, exist_ok=True)
@@ -108,26 +107,20 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
 
 
 def _resolved(spec: RunSpec, seed: int) -> dict[str, Any]:
-    """The configuration ``spec`` runs with at ``seed``: packaged defaults, the dataset's
-    section, the overrides (what a run stores as its ``config``)."""
-    from fedrec.algorithms import get_algorithm
-    from fedrec.config import build_config, to_dict
+    """The configuration ``spec`` runs with at ``seed``, resolved as ``fedrec run`` resolves it
+    (packaged defaults, the dataset's section, the overrides): what a run stores as ``config``."""
+    from fedrec.config import to_dict
+    from fedrec.engines.common import resolve
 
-    cfg = build_config(get_algorithm(spec.algorithm).config_cls, spec.algorithm, spec.dataset,
-                       overrides={**spec.overrides, "seed": seed})
-    return to_dict(cfg)
-
-
-def _same_config(stored: dict[str, Any], resolved: dict[str, Any]) -> bool:
-    return stored.keys() == resolved.keys() and all(_same(stored[k], v)
-                                                    for k, v in resolved.items())
+    return to_dict(resolve(spec.algorithm, spec.dataset, None,
+                           {**spec.overrides, "seed": seed})[1])
 
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return _same_config(a, b)
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, int | float) and isinstance(b, int | float):
         return float(a) == float(b)
     return a == b

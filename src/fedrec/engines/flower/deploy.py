@@ -64,7 +64,8 @@ class _PortTaken(DeployError):
 
 _PORTS_GIVEN: dict[int, float] = {}  # port -> when free_port gave it (monotonic seconds)
 _PORTS_LOCK = threading.Lock()
-_PORT_HOLD_S = 300.0  # longer than any start wait: by then its process bound it, or gave up
+_START_WAIT_S = 60.0  # how long a started process may take to listen on its port
+_PORT_HOLD_S = 5 * _START_WAIT_S  # by then the port's process bound it, or gave up
 
 
 def free_port() -> int:
@@ -133,7 +134,8 @@ class Deployment:
         return proc
 
     def start_listening(self, name: str, argv: Callable[[int], list[str]],
-                        timeout: float = 60.0, attempts: int = 5) -> tuple[Proc, int]:
+                        timeout: float = _START_WAIT_S, attempts: int = 5
+                        ) -> tuple[Proc, int]:
         """Start ``argv(port)`` on a :func:`free_port` and wait until that process itself
         listens on it -- not merely anyone: a connection test would pass on a port another
         program took, and this deployment's parties would then talk to that program. A process
