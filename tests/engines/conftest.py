@@ -83,10 +83,9 @@ def _no_process_left(watch: _Watch) -> None:
     assert dep is not None
     for p in dep.procs:
         assert p.popen.poll() is not None, p.name
-    for pid, t in dep.seen.items():
+    for proc in dep.seen.values():  # psutil.Process: is_running() is False for a reused PID
         try:
-            proc = psutil.Process(pid)
-            assert proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - t) > 1e-3
+            assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, proc
         except psutil.NoSuchProcess:
             pass
 

@@ -16,7 +16,8 @@ the other clients: exactly the simulator with those clients dropped.
 The three deployments run concurrently (they mostly wait on Flower's polling), to keep the
 module near a minute on two cores. They draw their ports concurrently too: the port tests at the
 end start plain Python listeners on a port another program took after it was probed, and check
-that a listener which is not the started process is not taken for it.
+that a listener which is not the started process is not taken for it; the last test steps
+psutil's view of the clock under a running stand-in ServerApp process.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import importlib
 import os
 import socket
 import sys
+import time
 
 import psutil
 import pytest
@@ -163,3 +165,34 @@ def test_another_programs_listener_is_not_taken_for_ours(tmp_path, held_port) ->
             dep._wait_listening(proc, held_port, timeout=2.0)
     finally:
         dep.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="steps psutil's Linux clock")
+def test_a_clock_step_neither_ends_nor_hides_a_live_serverapp(monkeypatch, tmp_path) -> None:
+    # A process's wall-clock create_time() is its start since boot plus the boot time the
+    # kernel derives from the clock, so a clock step (NTP, a resumed VM) moves it for a live
+    # process. Taken for an identity, it made a running ServerApp look gone (the run failed
+    # "without results") and its process escape stop().
+    app = tmp_path / "flwr-serverapp"  # what track() recognises the ServerApp by
+    app.write_text("import time\ntime.sleep(120)\n")
+    dep = Deployment(tmp_path, dict(os.environ))
+    try:
+        launch = f"import subprocess, sys; subprocess.run([sys.executable, {str(app)!r}])"
+        dep.start("superexec", [sys.executable, "-c", launch])
+        end = time.monotonic() + 30
+        while not (server := [c for c in psutil.Process(dep.procs[0].popen.pid).children()
+                              if str(app) in c.cmdline()]) and time.monotonic() < end:
+            time.sleep(0.05)
+        (server,) = server
+        dep.track()
+        started = server.create_time()
+        boot_time = psutil._pslinux.boot_time
+        monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: boot_time() + 1.0)
+        assert psutil.Process(server.pid).create_time() == started + 1.0  # the step shows
+        dep.track()
+        assert not dep.serverapp_gone()
+    finally:
+        dep.stop()
+    assert dep.serverapp_gone()
+    assert not psutil.pid_exists(server.pid) or psutil.Process(
+        server.pid).status() == psutil.STATUS_ZOMBIE

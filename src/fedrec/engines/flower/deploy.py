@@ -17,12 +17,15 @@ algorithm without instruments it is ignored), follows ``progress.jsonl`` (a hook
 after each round, e.g. kill a SuperNode), and returns the ServerApp's ``results.json``.
 Telemetry is off (``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh temporary directory
 for every process. At the end every process started -- and every descendant seen (SuperExec,
-ServerApp, ClientApp processes) -- is stopped by its PID (SIGTERM, then SIGKILL).
+ServerApp, ClientApp processes) -- is stopped (SIGTERM, then SIGKILL). A descendant is known by
+its PID and its start time counted since boot, which a clock step does not move (its wall-clock
+start time does), so a step neither hides a live process nor makes it look ended.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -36,12 +39,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedrec.config import to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
 from fedrec.errors import ConfigError, FedrecError
+
+if TYPE_CHECKING:
+    import psutil
 
 LOOPBACK = "127.0.0.1"
 CONNECTION = "fedrec-local"
@@ -118,9 +124,9 @@ class Deployment:
     workdir: Path
     env: dict[str, str]
     procs: list[Proc] = field(default_factory=list)
-    seen: dict[int, float] = field(default_factory=dict)  # pid -> create_time (descendants)
+    seen: dict[int, psutil.Process] = field(default_factory=dict)  # descendants by PID
     nodes: dict[str, list[Proc]] = field(default_factory=dict)
-    serverapp: tuple[int, float] | None = None
+    serverapp: psutil.Process | None = None
 
     def start(self, name: str, argv: list[str]) -> Proc:
         logdir = self.workdir / "logs"
@@ -176,26 +182,23 @@ class Deployment:
 
         for p in self.procs:
             try:
-                for child in psutil.Process(p.popen.pid).children(recursive=True):
-                    if child.pid not in self.seen:
-                        self.seen[child.pid] = child.create_time()
-                        if any("flwr-serverapp" in a for a in child.cmdline()[:2]):
-                            self.serverapp = (child.pid, self.seen[child.pid])
+                children = psutil.Process(p.popen.pid).children(recursive=True)
             except psutil.NoSuchProcess:
                 continue
+            for child in children:
+                known = self.seen.get(child.pid)
+                if known is not None and known.is_running():
+                    continue
+                self.seen[child.pid] = child
+                try:
+                    if any("flwr-serverapp" in a for a in child.cmdline()[:2]):
+                        self.serverapp = child
+                except psutil.NoSuchProcess:
+                    continue
 
     def serverapp_gone(self) -> bool:
         """Whether the ServerApp process was seen and has ended."""
-        import psutil
-
-        if self.serverapp is None:
-            return False
-        try:
-            proc = psutil.Process(self.serverapp[0])
-            return proc.status() == psutil.STATUS_ZOMBIE or abs(
-                proc.create_time() - self.serverapp[1]) > 1e-3
-        except psutil.NoSuchProcess:
-            return True
+        return self.serverapp is not None and not _alive(self.serverapp)
 
     def kill_node(self, name: str) -> list[int]:
         """SIGKILL a SuperNode, its executor and their descendants at once (a machine that
@@ -224,46 +227,46 @@ class Deployment:
         import psutil
 
         self.track()
-        targets: dict[int, float | None] = dict(self.seen)
-        for p in self.procs:
-            if p.popen.poll() is None:
-                targets[p.popen.pid] = None
-        def alive(pid: int, ctime: float | None) -> bool:
-            try:
-                proc = psutil.Process(pid)
-                return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and (
-                    ctime is None or abs(proc.create_time() - ctime) < 1e-3)
-            except psutil.NoSuchProcess:
-                return False
-
+        descendants = [d for d in self.seen.values() if _alive(d)]
         for p in reversed(self.procs):  # SuperNodes before the SuperLink
             if p.popen.poll() is None:
                 p.popen.send_signal(signal.SIGTERM)
-        for pid, t in self.seen.items():
-            if alive(pid, t):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+        for d in descendants:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                d.terminate()
+
+        def left() -> tuple[list[Proc], list[psutil.Process]]:
+            return ([p for p in self.procs if p.popen.poll() is None],
+                    [d for d in descendants if _alive(d)])
+
         end = time.monotonic() + grace
-        while time.monotonic() < end and any(alive(pid, t) for pid, t in targets.items()):
-            for p in self.procs:
-                p.popen.poll()
+        while time.monotonic() < end and any(left()):
             time.sleep(0.1)
+        procs, descendants = left()
         killed = []
-        for pid, t in targets.items():
-            if alive(pid, t):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                except ProcessLookupError:
-                    pass
+        for p in procs:
+            p.popen.kill()
+            killed.append(p.popen.pid)
+        for d in descendants:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                d.kill()
+                killed.append(d.pid)
         for p in self.procs:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         return killed
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Whether ``proc`` still runs. psutil identifies a process by its PID and its start time
+    counted since boot, so a clock step cannot make a live process look gone (its wall-clock
+    ``create_time()`` moves with the clock) and a reused PID is not taken for it."""
+    import psutil
+
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 RoundHook = Callable[[dict[str, Any], Deployment], None]
@@ -389,8 +392,12 @@ def deploy(
                     logs = subprocess.run(
                         [str(bindir / "flwr"), "log", str(run_id), CONNECTION, "--show"],
                         env=env, cwd=work, capture_output=True, text=True, timeout=60)
+                    server_log = out / "server.log"
+                    ours = (server_log.read_text()[-2000:] if server_log.is_file() else
+                            "(none: it ended before fedrec's server code started)\n")
                     raise DeployError("the ServerApp ended without results:\n"
-                                      + (logs.stdout + logs.stderr)[-4000:])
+                                      + (logs.stdout + logs.stderr)[-4000:]
+                                      + f"\n--- its server.log\n{ours}")
             if (out / "error.txt").is_file():
                 raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
             progress = out / "progress.jsonl"
@@ -417,9 +424,10 @@ def deploy(
             text = p.log.read_text(errors="replace") if p.log.is_file() else ""
             tails.append(f"--- {p.name} (last lines)\n{text[-1500:]}")
         # The reason again after the tails: a log cut to its head and end keeps it.
-        last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        reason = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
         raise DeployError(f"{exc}\n" + "\n".join(tails)
-                          + f"\n--- the deployment failed: {last}") from None
+                          + f"\n--- the deployment failed: {reason}") from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

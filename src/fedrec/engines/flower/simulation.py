@@ -108,15 +108,15 @@ def _child(spec_path: str) -> None:
                    backend_config=spec["backend_config"])
 
 
-def _ray_processes(marker: str) -> list[tuple[int, float]]:
+def _ray_processes(marker: str) -> list[int]:
     """Processes naming our private Ray directory (ours alone) on their command line."""
     import psutil
 
     found = []
-    for p in psutil.process_iter(["pid", "cmdline", "create_time"]):
+    for p in psutil.process_iter(["pid", "cmdline"]):
         try:
             if any(marker in a for a in (p.info["cmdline"] or [])):
-                found.append((p.info["pid"], p.info["create_time"]))
+                found.append(p.info["pid"])
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
@@ -194,12 +194,12 @@ def simulate_on_flower(
     finally:
         dep.stop()
         leftovers = _ray_processes(str(ray_dir))
-        for pid, _ in leftovers:
+        for pid in leftovers:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for pid, _ in leftovers:
+        for pid in leftovers:
             try:
                 psutil.Process(pid).wait(timeout=5)
             except (psutil.NoSuchProcess, psutil.TimeoutExpired):
