@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
@@ -46,10 +48,12 @@ def simulate_lost():
 class _Watch:
     """Round hook of a deployment: keeps the Deployment, records the addresses its processes
     listen on (after round 1) and then optionally SIGKILLs the SuperNode named ``kill`` (with
-    its executor)."""
+    its executor) and calls ``after_round1``."""
 
-    def __init__(self, kill: str | None = None) -> None:
+    def __init__(self, kill: str | None = None,
+                 after_round1: Callable[[], None] | None = None) -> None:
         self.kill = kill
+        self.after_round1 = after_round1
         self.dep = None
         self.killed: list[int] = []
         self.listening: set[str] = set()
@@ -68,6 +72,8 @@ class _Watch:
             self.listening |= {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
         if self.kill:
             self.killed = dep.kill_node(self.kill)
+        if self.after_round1 is not None:
+            self.after_round1()
 
 
 def _rel_diff(a: dict, b: dict) -> float:

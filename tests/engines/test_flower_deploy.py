@@ -12,6 +12,8 @@ party as a 4th SuperNode), separate processes talking HTTP on 127.0.0.1, 2 round
 The ledgers (bytes and messages per round, direction, step) are identical. A SuperNode killed
 (SIGKILL, with its executor) when round 1 is done is absent from round 2, which finishes with
 the other clients: exactly the simulator with those clients dropped.
+When FCF's round 1 is done, the clock steps by 1 s as psutil sees it (every process's wall-clock
+start time moves): the three deployments are running and must finish all the same.
 
 The three deployments run concurrently (they mostly wait on Flower's polling), to keep the
 module near a minute on two cores. They draw their ports concurrently too: the port tests at the
@@ -51,14 +53,27 @@ def _run(data_root, algorithm: str, overrides: dict, watch, straggler: float) ->
 
 @pytest.fixture(scope="module")
 def runs(ml100k_root, deploy_helpers):
-    watch = deploy_helpers.Watch
-    watches = {"fcf": watch(), "fedgnn": watch(), "kill": watch(kill="supernode-2")}
-    jobs = {"fcf": ("fcf", FCF, 0.0), "fedgnn": ("fedgnn", FEDGNN, 0.0),
-            "kill": ("fcf", KILL, 20.0)}
-    with cf.ThreadPoolExecutor(len(jobs)) as pool:
-        futs = {k: pool.submit(_run, ml100k_root, alg, ov, watches[k], st)
-                for k, (alg, ov, st) in jobs.items()}
-        results = {k: f.result() for k, f in futs.items()}
+    with pytest.MonkeyPatch.context() as mp:
+        boot_time = psutil._pslinux.boot_time if sys.platform.startswith("linux") else None
+        stepped = []
+
+        def step_clock() -> None:
+            # What an NTP step or a resumed VM does to every process's wall-clock start time
+            # (see the last test): all three deployments are running and must not notice.
+            if boot_time is not None:
+                mp.setattr(psutil._pslinux, "boot_time", lambda: boot_time() + 1.0)
+                stepped.append(time.monotonic())
+
+        watch = deploy_helpers.Watch
+        watches = {"fcf": watch(after_round1=step_clock), "fedgnn": watch(),
+                   "kill": watch(kill="supernode-2")}
+        jobs = {"fcf": ("fcf", FCF, 0.0), "fedgnn": ("fedgnn", FEDGNN, 0.0),
+                "kill": ("fcf", KILL, 20.0)}
+        with cf.ThreadPoolExecutor(len(jobs)) as pool:
+            futs = {k: pool.submit(_run, ml100k_root, alg, ov, watches[k], st)
+                    for k, (alg, ov, st) in jobs.items()}
+            results = {k: f.result() for k, f in futs.items()}
+    assert stepped or boot_time is None
     return results, watches
 
 
