@@ -89,6 +89,7 @@ def _no_process_left(watch: _Watch) -> None:
     assert dep is not None
     for p in dep.procs:
         assert p.popen.poll() is not None, p.name
+    assert dep.reaper is not None and dep.reaper.poll() is not None  # it ended with the rest
     for proc in dep.seen.values():  # psutil.Process: is_running() is False for a reused PID
         try:
             assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, proc

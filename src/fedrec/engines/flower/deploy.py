@@ -19,7 +19,8 @@ Telemetry is off (``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh tem
 for every process. At the end every process started -- and every descendant seen (SuperExec,
 ServerApp, ClientApp processes) -- is stopped (SIGTERM, then SIGKILL). A descendant is known by
 its PID and its start time counted since boot, which a clock step does not move (its wall-clock
-start time does), so a step neither hides a live process nor makes it look ended.
+start time does), so a step neither hides a live process nor makes it look ended. Should the
+calling process die before it stops them, a :mod:`~fedrec.engines.flower.reaper` process does.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 from fedrec.config import to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
+from fedrec.engines.flower import reaper as reaper_script
+from fedrec.engines.flower.reaper import is_alive
 from fedrec.errors import ConfigError, FedrecError
 
 if TYPE_CHECKING:
@@ -119,7 +122,8 @@ class Proc:
 
 @dataclass
 class Deployment:
-    """The processes of one deployment; :meth:`stop` ends all of them (by PID)."""
+    """The processes of one deployment; :meth:`stop` ends all of them. Should this process end
+    without calling it, the deployment's :mod:`~fedrec.engines.flower.reaper` does."""
 
     workdir: Path
     env: dict[str, str]
@@ -127,14 +131,28 @@ class Deployment:
     seen: dict[int, psutil.Process] = field(default_factory=dict)  # descendants by PID
     nodes: dict[str, list[Proc]] = field(default_factory=dict)
     serverapp: psutil.Process | None = None
+    reaper: subprocess.Popen | None = None
+
+    @property
+    def leaders_file(self) -> Path:
+        return self.workdir / "reaper-leaders"
 
     def start(self, name: str, argv: list[str]) -> Proc:
         logdir = self.workdir / "logs"
         logdir.mkdir(exist_ok=True)
+        if self.reaper is None:
+            self.leaders_file.touch()
+            with (logdir / "reaper.log").open("wb") as f:
+                self.reaper = subprocess.Popen(
+                    [sys.executable, reaper_script.__file__,
+                     "--host-pid", str(os.getpid()), "--leaders", str(self.leaders_file)],
+                    stdout=f, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         log = logdir / f"{name}.log"
         with log.open("wb") as f:
             popen = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=self.env,
                                      cwd=self.workdir, start_new_session=True)
+        with self.leaders_file.open("a") as f:
+            f.write(f"{popen.pid}\n")
         proc = Proc(name, popen, log)
         self.procs.append(proc)
         return proc
@@ -198,7 +216,7 @@ class Deployment:
 
     def serverapp_gone(self) -> bool:
         """Whether the ServerApp process was seen and has ended."""
-        return self.serverapp is not None and not _alive(self.serverapp)
+        return self.serverapp is not None and not is_alive(self.serverapp)
 
     def kill_node(self, name: str) -> list[int]:
         """SIGKILL a SuperNode, its executor and their descendants at once (a machine that
@@ -227,7 +245,7 @@ class Deployment:
         import psutil
 
         self.track()
-        descendants = [d for d in self.seen.values() if _alive(d)]
+        descendants = [d for d in self.seen.values() if is_alive(d)]
         for p in reversed(self.procs):  # SuperNodes before the SuperLink
             if p.popen.poll() is None:
                 p.popen.send_signal(signal.SIGTERM)
@@ -237,7 +255,7 @@ class Deployment:
 
         def left() -> tuple[list[Proc], list[psutil.Process]]:
             return ([p for p in self.procs if p.popen.poll() is None],
-                    [d for d in descendants if _alive(d)])
+                    [d for d in descendants if is_alive(d)])
 
         end = time.monotonic() + grace
         while time.monotonic() < end and any(left()):
@@ -254,19 +272,14 @@ class Deployment:
         for p in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=5)
+        if self.reaper is not None:  # nothing left to reap: it exits once its file is gone
+            self.leaders_file.unlink(missing_ok=True)
+            try:
+                self.reaper.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.reaper.kill()
+                self.reaper.wait()
         return killed
-
-
-def _alive(proc: psutil.Process) -> bool:
-    """Whether ``proc`` still runs. psutil identifies a process by its PID and its start time
-    counted since boot, so a clock step cannot make a live process look gone (its wall-clock
-    ``create_time()`` moves with the clock) and a reused PID is not taken for it."""
-    import psutil
-
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 RoundHook = Callable[[dict[str, Any], Deployment], None]
