@@ -18,8 +18,9 @@ start time moves): the three deployments are running and must finish all the sam
 The three deployments run concurrently (they mostly wait on Flower's polling), to keep the
 module near a minute on two cores. They draw their ports concurrently too: the port tests at the
 end start plain Python listeners on a port another program took after it was probed, and check
-that a listener which is not the started process is not taken for it; the last test steps
-psutil's view of the clock under a running stand-in ServerApp process.
+that a listener which is not the started process is not taken for it; the last two run a
+stand-in ServerApp process (a script named ``flwr-serverapp``) and step psutil's view of the
+clock under it, or have it fork a short-lived child.
 """
 
 from __future__ import annotations
@@ -211,3 +212,38 @@ def test_a_clock_step_neither_ends_nor_hides_a_live_serverapp(monkeypatch, tmp_p
     assert dep.serverapp_gone()
     assert not psutil.pid_exists(server.pid) or psutil.Process(
         server.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_serverapps_forked_child_is_not_taken_for_it(tmp_path) -> None:
+    # Until it executes another program, a child the ServerApp forks has its command line (at
+    # start Flower's ServerApp runs `file -b python` through platform.architecture()). Taken for
+    # the ServerApp, its exit ended the run "without results" (CI, and a run here).
+    app = tmp_path / "flwr-serverapp"
+    app.write_text("import os, time\n"
+                   "time.sleep(1.0)\n"
+                   "if (pid := os.fork()) == 0:\n"
+                   "    time.sleep(1.0)\n"
+                   "    os._exit(0)\n"
+                   "os.waitpid(pid, 0)\n"
+                   "time.sleep(120)\n")
+    dep = Deployment(tmp_path, dict(os.environ))
+    try:
+        launch = f"import subprocess, sys; subprocess.run([sys.executable, {str(app)!r}])"
+        superexec = dep.start("superexec", [sys.executable, "-c", launch])
+        forked = False
+        end = time.monotonic() + 30
+        while not forked and time.monotonic() < end:  # track while the fork lives
+            dep.track()
+            forked = any(len(c.children()) for c in
+                         psutil.Process(superexec.popen.pid).children())
+            time.sleep(0.05)
+        assert forked
+        server = [c for c in psutil.Process(superexec.popen.pid).children()
+                  if str(app) in c.cmdline()]
+        while any(len(c.children()) for c in server) and time.monotonic() < end:
+            dep.track()
+            time.sleep(0.05)
+        assert dep.serverapp is not None and dep.serverapp.pid == server[0].pid
+        assert not dep.serverapp_gone()
+    finally:
+        dep.stop()

@@ -195,8 +195,16 @@ class Deployment:
                           f"{timeout:.0f} s")
 
     def track(self) -> None:
-        """Remember every live descendant (they run in sessions of their own)."""
+        """Remember every live descendant (they run in sessions of their own), and the
+        ServerApp: the first process running ``flwr-serverapp`` whose parent does not. A child
+        the ServerApp forks carries its command line until it executes another program (the
+        ServerApp runs ``file -b python`` at start, via ``platform.architecture()``, trying
+        each PATH entry in turn); taken for the ServerApp, its exit ended the run "without
+        results"."""
         import psutil
+
+        def serverapp(proc: psutil.Process) -> bool:
+            return any("flwr-serverapp" in a for a in proc.cmdline()[:2])
 
         for p in self.procs:
             try:
@@ -208,8 +216,11 @@ class Deployment:
                 if known is not None and known.is_running():
                     continue
                 self.seen[child.pid] = child
+                if self.serverapp is not None:
+                    continue
                 try:
-                    if any("flwr-serverapp" in a for a in child.cmdline()[:2]):
+                    parent = child.parent()
+                    if serverapp(child) and not (parent is not None and serverapp(parent)):
                         self.serverapp = child
                 except psutil.NoSuchProcess:
                     continue
