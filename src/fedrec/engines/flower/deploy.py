@@ -417,8 +417,10 @@ def deploy(
                         [str(bindir / "flwr"), "log", str(run_id), CONNECTION, "--show"],
                         env=env, cwd=work, capture_output=True, text=True, timeout=60)
                     server_log = out / "server.log"
-                    ours = (server_log.read_text()[-2000:] if server_log.is_file() else
-                            "(none: it ended before fedrec's server code started)\n")
+                    if not server_log.is_file():
+                        ours = "(none: it ended before fedrec's server code started)"
+                    elif not (ours := server_log.read_text()[-2000:].rstrip()):
+                        ours = "(empty: fedrec's server code started and logged nothing)"
                     raise DeployError("the ServerApp ended without results:\n"
                                       + (logs.stdout + logs.stderr)[-4000:]
                                       + f"\n--- its server.log\n{ours}")
