@@ -60,7 +60,8 @@ def runs(ml100k_root, deploy_helpers):
 
         def step_clock() -> None:
             # What an NTP step or a resumed VM does to every process's wall-clock start time
-            # (see the last test): all three deployments are running and must not notice.
+            # (see test_a_clock_step_neither_ends_nor_hides_a_live_serverapp): all three
+            # deployments are running and must not notice.
             if boot_time is not None:
                 mp.setattr(psutil._pslinux, "boot_time", lambda: boot_time() + 1.0)
                 stepped.append(time.monotonic())
