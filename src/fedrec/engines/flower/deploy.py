@@ -46,7 +46,7 @@ from fedrec.config import to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower import reaper as reaper_script
-from fedrec.engines.flower.reaper import is_alive
+from fedrec.engines.flower.reaper import end_processes, is_alive, note_descendants
 from fedrec.errors import ConfigError, FedrecError
 
 if TYPE_CHECKING:
@@ -206,24 +206,13 @@ class Deployment:
         def serverapp(proc: psutil.Process) -> bool:
             return any("flwr-serverapp" in a for a in proc.cmdline()[:2])
 
-        for p in self.procs:
-            try:
-                children = psutil.Process(p.popen.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                continue
-            for child in children:
-                known = self.seen.get(child.pid)
-                if known is not None and known.is_running():
-                    continue
-                self.seen[child.pid] = child
-                if self.serverapp is not None:
-                    continue
-                try:
-                    parent = child.parent()
-                    if serverapp(child) and not (parent is not None and serverapp(parent)):
-                        self.serverapp = child
-                except psutil.NoSuchProcess:
-                    continue
+        for child in note_descendants([p.popen.pid for p in self.procs], self.seen):
+            if self.serverapp is not None:
+                break
+            with contextlib.suppress(psutil.NoSuchProcess):
+                parent = child.parent()
+                if serverapp(child) and not (parent is not None and serverapp(parent)):
+                    self.serverapp = child
 
     def serverapp_gone(self) -> bool:
         """Whether the ServerApp process was seen and has ended."""
@@ -256,30 +245,12 @@ class Deployment:
         import psutil
 
         self.track()
-        descendants = [d for d in self.seen.values() if is_alive(d)]
+        started = []
         for p in reversed(self.procs):  # SuperNodes before the SuperLink
             if p.popen.poll() is None:
-                p.popen.send_signal(signal.SIGTERM)
-        for d in descendants:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                d.terminate()
-
-        def left() -> tuple[list[Proc], list[psutil.Process]]:
-            return ([p for p in self.procs if p.popen.poll() is None],
-                    [d for d in descendants if is_alive(d)])
-
-        end = time.monotonic() + grace
-        while time.monotonic() < end and any(left()):
-            time.sleep(0.1)
-        procs, descendants = left()
-        killed = []
-        for p in procs:
-            p.popen.kill()
-            killed.append(p.popen.pid)
-        for d in descendants:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                d.kill()
-                killed.append(d.pid)
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    started.append(psutil.Process(p.popen.pid))
+        killed = end_processes(started + list(self.seen.values()), grace)
         for p in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=5)

@@ -67,8 +67,28 @@ def _group_empty(pgid: int) -> bool:
     return False
 
 
+def note_descendants(roots: list[int], known: dict[int, psutil.Process]
+                     ) -> list[psutil.Process]:
+    """Add to ``known`` (by PID) every descendant of the ``roots`` PIDs not in it yet, or whose
+    PID was reused; returns those added."""
+    import psutil
+
+    added = []
+    for root in roots:
+        try:
+            children = psutil.Process(root).children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for child in children:
+            seen = known.get(child.pid)
+            if seen is None or not seen.is_running():
+                known[child.pid] = child
+                added.append(child)
+    return added
+
+
 def reap(host_pid: int, leaders_file: Path, poll: float = 0.5, grace: float = 5.0) -> list[int]:
-    """Watch the host (see the module docstring); returns the PIDs signalled."""
+    """Watch the host (see the module docstring); returns what had to be SIGKILLed."""
     import psutil
 
     try:
@@ -90,37 +110,49 @@ def reap(host_pid: int, leaders_file: Path, poll: float = 0.5, grace: float = 5.
                 except psutil.NoSuchProcess:
                     leaders[pid] = None
         # Descendants may leave their leader's group (Flower's SuperExec starts a session).
-        for leader in leaders.values():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                if leader is not None and is_alive(leader):
-                    for child in leader.children(recursive=True):
-                        known = descendants.get(child.pid)
-                        if known is None or not known.is_running():
-                            descendants[child.pid] = child
+        note_descendants([p.pid for p in leaders.values() if p is not None and is_alive(p)],
+                         descendants)
         if host is None or not is_alive(host):
             break
         time.sleep(poll)
     groups = [leader.pid for leader in leaders.values()
               if leader is not None and is_alive(leader) and _own_group(leader.pid)]
-    procs = [d for d in descendants.values() if is_alive(d)]
+    return end_processes(list(descendants.values()), grace, groups)
+
+
+def end_processes(procs: list[psutil.Process], grace: float,
+                  groups: list[int] | None = None) -> list[int]:
+    """SIGTERM each process of ``procs`` that still runs, in order, and each process group of
+    ``groups``; wait up to ``grace`` seconds for them to end; SIGKILL what is left. Returns the
+    PIDs (and group IDs) that had to be killed. psutil refuses to signal a reused PID."""
+    import psutil
+
+    groups = groups or []
+    procs = [p for p in procs if is_alive(p)]
     for g in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(g, signal.SIGTERM)
-    for d in procs:
+    for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
-            d.terminate()  # psutil refuses a reused PID
+            p.terminate()
+
+    def left() -> tuple[list[int], list[psutil.Process]]:
+        return ([g for g in groups if not _group_empty(g)], [p for p in procs if is_alive(p)])
+
     end = time.monotonic() + grace
-    while time.monotonic() < end and not (all(_group_empty(g) for g in groups)
-                                          and not any(is_alive(d) for d in procs)):
+    while time.monotonic() < end and any(left()):
         time.sleep(0.1)
+    killed = []
+    groups, procs = left()
     for g in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(g, signal.SIGKILL)
-    for d in procs:
+            killed.append(g)
+    for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
-            if is_alive(d):
-                d.kill()
-    return groups + [d.pid for d in procs]
+            p.kill()
+            killed.append(p.pid)
+    return killed
 
 
 def main(argv: list[str] | None = None) -> int:
