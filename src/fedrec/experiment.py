@@ -3,8 +3,9 @@
 The results file (``results.json``) is written once, at the end, with ``"status": "complete"``;
 a run that stops early leaves only its last checkpoint (``checkpoint.pt``, written atomically
 after every round), from which ``resume=True`` continues and ends with the same result as an
-uninterrupted run (all randomness is keyed by (seed, round, party), see
-:mod:`fedrec.federation.rng`).
+uninterrupted run (all randomness is keyed by (key, round, party), see
+:mod:`fedrec.federation.rng`; the clients' keys come from the experimenter's client secret,
+kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from typing import Any
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.base import Trainer
+from fedrec.algorithms.base import Trainer, build_trainer
 from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import load_dataset
 from fedrec.data.types import GraphDataset, InteractionDataset, RatingDataset
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from fedrec.federation.runtime import seed_everything
+from fedrec.federation.secrets import ClientSecrets
 
 RESULTS_NAME = "results.json"
 
@@ -104,9 +106,13 @@ def run_experiment(
     device: str = "cpu",
     progress: bool = True,
     stop_after: int | None = None,
+    client_secrets: ClientSecrets | None = None,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset``; see the module docstring for files and resuming.
 
+    ``client_secrets``: the experimenter's root of every client's private randomness
+    (:mod:`fedrec.federation.secrets`); None draws fresh OS entropy, and the run is then not
+    reproducible (a resumed run continues with the checkpoint's root).
     ``stop_after`` ends the run after that many rounds *as if interrupted* (no results file):
     it exists to test resuming.
     """
@@ -120,7 +126,7 @@ def run_experiment(
             f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data; {dataset} is {kind}"
         )
     seed_everything(cfg.seed)
-    trainer = spec.build(cfg, ds, dev)
+    trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
     result = RunResult(algorithm, dataset, to_dict(cfg))
     out = Path(out_dir) if out_dir is not None else None
     start_round, elapsed_before = 1, 0.0
@@ -185,6 +191,11 @@ def finish_result(
     }
     # Every result states its privacy: an accountant's figures, or explicitly none.
     result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
+    reproducible = trainer.reproducible()
+    if reproducible is not None:
+        result.privacy["client_randomness"] = (
+            "keyed by the experimenter's client secret (reproducible with it)" if reproducible
+            else "fresh OS entropy (not reproducible: give --client-secret to repeat a run)")
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
     # The process's peak resident memory (Linux reports KiB): an upper bound on the run's own.
     result.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

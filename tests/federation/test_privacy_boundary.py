@@ -15,6 +15,7 @@ from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
 from fedrec.config import build_config
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, partition_by_user
 from fedrec.federation import InProcessRuntime, decode, encode, role_of
+from fedrec.federation.secrets import ClientSecrets
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
 
@@ -30,7 +31,8 @@ def uploads(ds, cfg: Config, rnd: int = 1, steps: frozenset[str] | None = None
     build = build_fedgnn_job if isinstance(cfg, FedGNNConfig) else build_fcf_job
     job = build(cfg, ds, torch.device("cpu"))
     rt = InProcessRuntime(client_data=job.client_data, client_logic=job.client_logic,
-                          services=job.services, seed=cfg.seed, dropout=cfg.dropout)
+                          services=job.services, seed=cfg.seed, dropout=cfg.dropout,
+                          client_secrets=ClientSecrets(bytes(range(32))))
     seen: dict[int, list[bytes]] = {}
     sent: set[tuple[int, str]] = set()
 

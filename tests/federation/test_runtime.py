@@ -19,6 +19,7 @@ from fedrec.federation import (
     payload_size,
 )
 from fedrec.federation.runtime import cohort_chunks
+from fedrec.federation.secrets import ClientSecrets
 
 
 class Client(PartyLogic):
@@ -29,7 +30,7 @@ class Client(PartyLogic):
         self.seen: dict[int, list[tuple[str, dict, list[Message]]]] = {}
         self.cohort_sizes: list[int] = []
 
-    def init_state(self, party, data):
+    def init_state(self, party, data, secret):
         return {"calls": 0, "created_round": None}
 
     def handle(self, step: str, ctx: PartyContext, payload: dict):
@@ -315,8 +316,11 @@ def test_client_state_persists_across_rounds_and_checkpoints() -> None:
 
 
 def test_party_context_randomness_is_keyed_by_party_round_and_step() -> None:
+    secrets = ClientSecrets(bytes(range(32)))
+
     def ctx(party, rnd, step):
-        return PartyContext(party=party, data=None, state={}, round=rnd, step=step, seed=9)
+        return PartyContext(party=party, data=None, state={}, round=rnd, step=step,
+                            secret=secrets.party(party), role_secret=secrets.role("client"))
 
     def draw(c):
         return torch.rand(4, generator=c.generator()).tolist()

@@ -26,6 +26,7 @@ from fedrec.config import RunConfig
 from fedrec.data.types import Dataset
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.runtime import InProcessRuntime, PartyLogic, Runtime
+from fedrec.federation.secrets import ClientSecrets
 
 
 class ServerLogic(ABC):
@@ -85,11 +86,17 @@ class Trainer(ABC):
     def privacy_report(self) -> dict[str, Any] | None:
         return None
 
+    def reproducible(self) -> bool | None:
+        """Whether the parties' private randomness comes from the experimenter's secret (None:
+        no parties)."""
+        return None
+
 
 class FederatedTrainer(Trainer):
     """Runs a :class:`FederatedJob` on the in-process simulator."""
 
-    def __init__(self, job: FederatedJob, cfg: RunConfig, device: torch.device) -> None:
+    def __init__(self, job: FederatedJob, cfg: RunConfig, device: torch.device,
+                 client_secrets: ClientSecrets | None = None) -> None:
         self.job = job
         self.runtime = InProcessRuntime(
             client_data=job.client_data,
@@ -99,6 +106,7 @@ class FederatedTrainer(Trainer):
             dropout=cfg.dropout,
             dropout_after_calls=cfg.dropout_after_calls,
             device=device,
+            client_secrets=client_secrets,
         )
         self.ledger = self.runtime.ledger
 
@@ -118,6 +126,9 @@ class FederatedTrainer(Trainer):
 
     def privacy_report(self) -> dict[str, Any] | None:
         return self.job.server.privacy_report()
+
+    def reproducible(self) -> bool | None:
+        return self.runtime.reproducible
 
 
 class CentralizedTrainer(Trainer):
@@ -148,3 +159,12 @@ class AlgorithmSpec:
     #: ServerApp attaches them only when the experimenter hands it the ground truth
     #: (``fedrec deploy --experimenter-oracle``).
     instruments: Callable[[RunConfig, Dataset], dict[str, Any]] | None = None
+
+
+def build_trainer(spec: AlgorithmSpec, cfg: RunConfig, dataset: Dataset, device: torch.device,
+                  client_secrets: ClientSecrets | None = None) -> Trainer:
+    """``spec``'s trainer; a federated one simulates its parties with ``client_secrets`` (the
+    experimenter's root of the clients' private randomness; fresh entropy when None)."""
+    if spec.build_job is None:
+        return spec.build(cfg, dataset, device)
+    return FederatedTrainer(spec.build_job(cfg, dataset, device), cfg, device, client_secrets)

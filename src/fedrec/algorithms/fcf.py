@@ -63,8 +63,9 @@ from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
-from fedrec.federation.rng import derive_seed, torch_generator
-from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime
+from fedrec.federation.rng import torch_generator
+from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_seeds
+from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (
     SECAGG_STEPS,
     SecureSumClient,
@@ -110,20 +111,21 @@ class FCFClient(PartyLogic):
         self.unit = rating_unit(self.rating_range) if self.explicit else 1.0
         self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits)
 
-    def init_state(self, party: int, data: Any) -> dict[str, Any]:
-        gen = torch_generator(self.cfg.seed, "init-user", party)
+    def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
+        gen = secret.generator("init-user")
         return {"p": init_factors(1, self.cfg.dim, gen)[0], "b": torch.zeros(())}
 
     def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
         return self.handle_cohort(step, [ctx], [payload])[0]
 
     def item_parameters(
-        self, payload: Payload, device: torch.device
+        self, payload: Payload, ctx: PartyContext
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The broadcast item factors and (explicit ratings only) item biases, on ``device``.
-        Subclasses that ship the item table differently (FedMF: encrypted) override this."""
-        q = torch.as_tensor(payload["item_factors"], device=device)
-        b_i = torch.as_tensor(payload["item_bias"], device=device) if self.explicit else None
+        """The broadcast item factors and (explicit ratings only) item biases, on ``ctx``'s
+        device. Subclasses that ship the item table differently (FedMF: encrypted) override
+        this."""
+        q = torch.as_tensor(payload["item_factors"], device=ctx.device)
+        b_i = torch.as_tensor(payload["item_bias"], device=ctx.device) if self.explicit else None
         return q, b_i
 
     def handle_cohort(
@@ -134,7 +136,7 @@ class FCFClient(PartyLogic):
         if any(p is not payloads[0] for p in payloads):
             raise ValueError("FCF expects the same broadcast for the whole cohort")
         # Decoded once per cohort: every client received the same broadcast.
-        q, b_i = self.item_parameters(payloads[0], ctxs[0].device)
+        q, b_i = self.item_parameters(payloads[0], ctxs[0])
         if step == "train":
             out = self._train(ctxs, q, b_i)
             if self.cfg.secure_aggregation:
@@ -159,9 +161,10 @@ class FCFClient(PartyLogic):
         b_u = torch.stack([c.state["b"] for c in ctxs]).to(dev).requires_grad_(True)
         local, items = rows.local, rows.items
         if not self.explicit:
-            # Negatives keyed by (seed, round, user id, row position): independent of the cohort.
-            seed = derive_seed(cfg.seed, ctxs[0].round, "fcf-negatives")
-            neg = sample_negatives(seed, rows.users, rows.position, self.num_items, rows.keys)
+            # Negatives keyed by (client secret, round, row position): private to the client and
+            # independent of the cohort.
+            seeds = cohort_seeds(ctxs, ctxs[0].round, "fcf-negatives").to(dev)[local]
+            neg = sample_negatives(seeds, rows.users, rows.position, self.num_items, rows.keys)
             local = torch.cat([local, local])
             items = torch.cat([items, neg])
         # Each client's own copy of each item row it touches: unique (client, item) pairs.

@@ -40,6 +40,7 @@ from fedrec.errors import ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import derive_seed
 from fedrec.federation.runtime import PartyContext, Runtime
+from fedrec.federation.secrets import PartySecret
 from fedrec.models import ncf
 
 
@@ -60,8 +61,8 @@ class FedAvgNCFClient(PTFClient):
         super().__init__(cfg, num_items)  # type: ignore[arg-type]
         self.chunk = chunk
 
-    def init_state(self, party: int, data: Any) -> dict[str, Any]:
-        state = super().init_state(party, data)  # fixed negatives, initial user embedding
+    def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
+        state = super().init_state(party, data, secret)  # fixed negatives, initial user embedding
         state["params"] = {"user": state["params"]["user"]}
         return state
 

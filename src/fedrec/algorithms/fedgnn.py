@@ -54,7 +54,9 @@ Vectorisation: the cohort is split into chunks of clients with similar numbers o
 (sorted by K, bounded padded size); per chunk, ``torch.func.vmap(torch.func.grad(...))`` over
 padded per-client subgraphs yields every client's own gradient in one call
 (:func:`fedrec.models.gnn.cohort_grads`). The per-client post-processing (pseudo items, clipping,
-noise) draws from each client's own generator keyed by (seed, round, step, client).
+noise) draws from each client's own generator keyed by (its secret, round, step): never by the
+public seed, from which the server could replay the shuffle and the noise
+(:mod:`fedrec.attacks.seed_replay`).
 
 Settings: the paper's SGD lr 0.01 on the mean loss (``g / |S|`` averaging over the cohort,
 items touched by few clients) barely moves in ten epochs; on ML-100K we use the summed loss,
@@ -107,7 +109,6 @@ matcher), and the key is shared with the server.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ from fedrec.federation.codec import Payload
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, Runtime, cohort_chunks
+from fedrec.federation.secrets import PartySecret
 from fedrec.models import gnn
 from fedrec.privacy import (
     ItemTokenizer,
@@ -258,8 +260,8 @@ class FedGNNClient(PartyLogic):
         self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu / self.unit)
         self.mechanism = ldp_mechanism(cfg)
 
-    def init_state(self, party: int, data: Any) -> dict[str, Any]:
-        gen = torch_generator(self.cfg.seed, "init-user", party)
+    def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
+        gen = secret.generator("init-user")
         e_u = torch.randn(self.cfg.dim, generator=gen) * self.cfg.init_std
         if self.cfg.bias:
             e_u = torch.cat([e_u, torch.zeros(1)])
@@ -447,6 +449,11 @@ class FedGNNThirdParty(PartyLogic):
         emb = torch.stack(embs)
         owner = np.repeat(np.arange(len(senders)), [len(t) for t in tokens])
         _, inv = np.unique(np.concatenate(tokens), return_inverse=True)
+        # Groups numbered by first appearance (sender order, then each sender's own order), not
+        # by token value: the draws below then do not depend on the (fresh, secret) key.
+        first = np.full(inv.max() + 1 if len(inv) else 0, len(inv))
+        np.minimum.at(first, inv, np.arange(len(inv)))
+        inv = np.argsort(np.argsort(first, kind="stable"), kind="stable")[inv]
         order = np.argsort(inv, kind="stable")
         groups = np.split(order, np.cumsum(np.bincount(inv))[:-1])
         n_max = self.neighbours
@@ -512,12 +519,11 @@ class FedGNNServer(ServerLogic):
     def expand(self, rt: Runtime) -> None:
         """Algorithm 2: key to clients, tokens+embeddings to the third party, neighbours back.
 
-        The simulator derives the key from (run seed, round) so that runs (and resumed runs)
-        are reproducible; a deployment draws it with :meth:`ItemTokenizer.generate_key`.
+        The key is fresh from the OS CSPRNG at every expansion (never from the public seed, from
+        which the third party could tokenise every item and read each client's items); the
+        matching does not depend on its value, so runs stay reproducible.
         """
-        raw = hashlib.blake2b(repr((self.cfg.seed, rt.round, "fedgnn-key")).encode(),
-                              digest_size=32).digest()
-        key = np.frombuffer(raw, dtype=np.uint8).copy()
+        key = np.frombuffer(ItemTokenizer.generate_key(), dtype=np.uint8).copy()
         clients = list(rt.client_ids)
         rt.broadcast("expand_key", clients, {"key": key})
         rt.call("expand_match", {THIRD_PARTY: {}})

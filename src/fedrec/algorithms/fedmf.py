@@ -8,11 +8,14 @@ FCF (:mod:`fedrec.algorithms.fcf`) with every item update encrypted under Pailli
 only ever adds ciphertexts.
 
 Setup (first round, steps ``public_key``): the key pair lives in the client logic -- every
-client holds the same pair, which the simulator derives from the run seed (reproducible and
-resumable; a deployment would draw it with a CSPRNG and hand it to the clients over channels
-the server cannot read). The server asks one client of the cohort (the next, should it drop
-out) for the public key and receives ``n`` (``key_bits / 8`` bytes). It draws ``V_0`` from the
-run seed exactly as FCF does and stores its trivial encryption (``r = 1``): ``V_0`` is the
+client holds the same pair, drawn by a CSPRNG
+(:meth:`~fedrec.federation.secrets.PartySecret.csprng`) keyed by the secret all clients share
+and the server never holds (derived from the experimenter's client secret,
+:mod:`fedrec.federation.secrets`; on Flower every client SuperNode must be given the same
+``client-secret``, which ``fedrec deploy`` does). Never from the run seed, which the server has:
+it could rebuild the private key. The server asks one client of the cohort (the next, should it
+drop out) for the public key and receives ``n`` (``key_bits / 8`` bytes). It draws ``V_0`` from
+the run seed exactly as FCF does and stores its trivial encryption (``r = 1``): ``V_0`` is the
 server's own public initialisation, so randomising it would hide nothing, and every client
 update adds fresh randomness.
 
@@ -78,7 +81,6 @@ FCF's ~0.93 needs every client for ~30 rounds (``lr`` 0.002), i.e. ~28,000 table
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,8 +97,9 @@ from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
-from fedrec.federation.rng import derive_seed, torch_generator
+from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import Outgoing, PartyContext, Runtime
+from fedrec.federation.secrets import PartySecret
 from fedrec.models.mf import init_factors
 from fedrec.privacy.paillier import (
     DEFAULT_KEY_BITS,
@@ -131,22 +134,23 @@ class FedMFClient(FCFClient):
     def __init__(self, cfg: FedMFConfig, dataset: RatingDataset) -> None:
         super().__init__(cfg, dataset)
         self.cfg: FedMFConfig = cfg
-        self._keys: tuple[PaillierPublicKey, PaillierPrivateKey] | None = None
+        self._keys: dict[PartySecret, tuple[PaillierPublicKey, PaillierPrivateKey]] = {}
 
-    @property
-    def keys(self) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
-        """The key pair every client shares (from the run seed: see the module docstring)."""
-        if self._keys is None:
-            rng = random.Random(derive_seed(self.cfg.seed, "fedmf-paillier-key"))
-            self._keys = generate_keypair(self.cfg.key_bits, rng)
-        return self._keys
+    def keys(self, ctx: PartyContext) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
+        """The key pair every client shares: drawn by a CSPRNG keyed by the clients' role secret
+        (which the server never holds), so every client derives the same pair on its own."""
+        secret = ctx.role_secret
+        if secret not in self._keys:
+            self._keys[secret] = generate_keypair(self.cfg.key_bits,
+                                                  secret.csprng("fedmf-paillier-key"))
+        return self._keys[secret]
 
     def item_parameters(
-        self, payload: Payload, device: torch.device
+        self, payload: Payload, ctx: PartyContext
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        public, private = self.keys
+        public, private = self.keys(ctx)
         table = EncryptedArray.from_wire(public, payload["table"]).decrypt(private)
-        v = torch.as_tensor(table, dtype=torch.float32, device=device)
+        v = torch.as_tensor(table, dtype=torch.float32, device=ctx.device)
         return v[:, :-1].contiguous(), v[:, -1].contiguous()
 
     def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -156,15 +160,15 @@ class FedMFClient(FCFClient):
         self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
     ) -> list[Outgoing]:
         if step == "public_key":
-            return [{"n": public_key_to_bytes(self.keys[0])} for _ in ctxs]
+            return [{"n": public_key_to_bytes(self.keys(c)[0])} for c in ctxs]
         if step not in ("train", "evaluate"):
             raise ValueError(f"FedMF clients have no step {step!r}")
         out = super().handle_cohort(step, ctxs, payloads)
         if step == "train":
-            return [self._encrypt_update(msg) for msg in out]
+            return [self._encrypt_update(c, msg) for c, msg in zip(ctxs, out, strict=True)]
         return list(out)
 
-    def _encrypt_update(self, msg: Payload) -> Payload | None:
+    def _encrypt_update(self, ctx: PartyContext, msg: Payload) -> Payload | None:
         """FCF's plaintext upload ``(items, grad_q, grad_b)`` -> ``Enc(-lr · g)``."""
         items = torch.as_tensor(msg["items"]).cpu().numpy().astype(np.int64)
         grad = torch.cat([torch.as_tensor(msg["grad_q"]),
@@ -172,7 +176,7 @@ class FedMFClient(FCFClient):
         delta = -self.cfg.lr * grad.detach().cpu().double().numpy()
         if not (np.isfinite(delta).all() and np.abs(delta).max(initial=0.0) < max_abs_value()):
             return None  # abstain: a diverged update would poison the encrypted table unseen
-        public = self.keys[0]
+        public = self.keys(ctx)[0]
         if self.cfg.upload == "part":
             return {"items": items, "update": EncryptedArray.encrypt(public, delta).to_wire()}
         dense = np.zeros((self.num_items, delta.shape[1]))

@@ -50,9 +50,10 @@ No model parameter ever crosses the network: the server's graph model (NGCF or L
    items random). ``mu: 1`` / ``mu: 0`` instead fill all ``alpha`` items with confident / hard
    ones.
 
-Randomness: every client draw (negatives, beta, gamma, the subsets, batch order, LDP noise) is a
-counter-based function of (seed, round, client id, item or position), never of the cohort, so the
-cohort's training is vectorised (stacked per-client NeuMF parameters, ``bmm``, one backward pass
+Randomness: every client draw (negatives, beta, gamma, the subsets, batch order, LDP noise, its
+private model's initialisation) is a counter-based function of (the client's secret key, round,
+item or position), never of the cohort nor of the public seed (which would let the server replay
+them: :mod:`fedrec.attacks.seed_replay`), so the cohort's training is vectorised (stacked per-client NeuMF parameters, ``bmm``, one backward pass
 per local step; :class:`~fedrec.models.ncf.StackedAdam` keeps each client's own Adam state and
 step count, a fresh optimiser per round as in per-round local training). Item embedding rows use
 lazy (SparseAdam-style) updates: a row is updated only at steps where it is in the client's
@@ -108,8 +109,15 @@ from fedrec.data.splits import per_user_split
 from fedrec.data.types import Dataset, InteractionDataset, Interactions
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
-from fedrec.federation.rng import counter_uniform, derive_seed, numpy_rng, torch_generator
-from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_chunks
+from fedrec.federation.rng import counter_uniform, derive_seed, torch_generator
+from fedrec.federation.runtime import (
+    PartyContext,
+    PartyLogic,
+    Runtime,
+    cohort_chunks,
+    cohort_seeds,
+)
+from fedrec.federation.secrets import PartySecret
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
@@ -267,6 +275,11 @@ def swap_top_scores(local: torch.Tensor, is_pos: torch.Tensor, scores: torch.Ten
 # ---------------------------------------------------------------------------------------------
 
 
+def init_keys(ctxs: Sequence[PartyContext]) -> torch.Tensor:
+    """Each client's secret key of its initial item-row permutation (:func:`ncf.base_row_index`)."""
+    return cohort_seeds(ctxs, "ncf-init-items-perm")
+
+
 class PTFClient(PartyLogic):
     """A device: its private NeuMF, its positives, its fixed negatives, the last soft labels."""
 
@@ -275,7 +288,7 @@ class PTFClient(PartyLogic):
         self.num_items = num_items
         self.shape = ncf.NCFShape(cfg.client_dim, tuple(cfg.client_layers))
 
-    def init_state(self, party: int, data: Any) -> dict[str, Any]:
+    def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         cfg, n_items = self.cfg, self.num_items
         pos = np.asarray(data.train_items, dtype=np.int64)
         # The sorted complement of the positives (np.setdiff1d's result; a mask is ~50x faster,
@@ -283,12 +296,12 @@ class PTFClient(PartyLogic):
         free = np.ones(n_items, dtype=bool)
         free[pos] = False
         pool = np.flatnonzero(free)
-        rng = numpy_rng(cfg.seed, "ptf-negatives", party)
+        rng = secret.rng("ptf-negatives")
         # Distinct negatives (without replacement) so that the trained pool has exactly the
         # public ratio num_negatives : 1, unless the user's complement is too small.
         size = min(cfg.num_negatives * len(pos), len(pool))
         neg = np.sort(rng.choice(pool, size=size, replace=False))
-        params = ncf.init_params(self.shape, cfg.seed, torch.tensor([party]))
+        params = ncf.init_params(self.shape, secret.seed("ncf-init"), torch.tensor([0]))
         return {
             "negatives": torch.from_numpy(neg.astype(np.int64)),
             "soft_items": torch.empty(0, dtype=torch.int64),
@@ -334,18 +347,17 @@ class PTFClient(PartyLogic):
 
     def _initial_rows(self, clients: torch.Tensor,
                       items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(table, index)``: client ``clients[k]``'s untrained row of item ``items[k]`` is
-        ``table[index[k]]`` (broadcasting): a client-keyed permutation of the shared base table
-        (:func:`ncf.init_item_rows`)."""
+        """``(table, index)``: the untrained row of item ``items[k]`` of the client whose secret
+        key (:func:`init_keys`) is ``clients[k]`` is ``table[index[k]]`` (broadcasting): a
+        secretly keyed permutation of the shared base table (:func:`ncf.init_item_rows`)."""
         return (ncf.base_item_table(self.shape, self.cfg.seed, self.num_items),
-                ncf.base_row_index(self.cfg.seed, clients, items, self.num_items))
+                ncf.base_row_index(clients, items, self.num_items))
 
-    def _item_table(self, ctxs: Sequence[PartyContext], clients: torch.Tensor,
-                    keys: torch.Tensor) -> torch.Tensor:
+    def _item_table(self, ctxs: Sequence[PartyContext], keys: torch.Tensor) -> torch.Tensor:
         """Rows of the sorted (local * I + item) ``keys``: stored rows, else the initial ones."""
         n_items = self.num_items
         local = keys // n_items
-        shared, index = self._initial_rows(clients[local], keys % n_items)
+        shared, index = self._initial_rows(init_keys(ctxs)[local], keys % n_items)
         table = shared[index]
         old_keys = torch.cat([c.state["items"] + i * n_items for i, c in enumerate(ctxs)])
         if len(old_keys):
@@ -365,7 +377,10 @@ class PTFClient(PartyLogic):
         cfg, n_items, shape = self.cfg, self.num_items, self.shape
         num = len(ctxs)
         rnd = ctxs[0].round
-        clients = torch.tensor([c.party for c in ctxs], dtype=torch.int64)
+        # Each client's own key for this round's draws (batches, sampling, swapping, noise):
+        # from its secret, never from the public seed, so the server cannot replay them.
+        clients = cohort_seeds(ctxs, "ptf-client")
+        rnd_c = torch.tensor(rnd)
         pos = [torch.tensor(c.data.train_items, dtype=torch.int64) for c in ctxs]
         parts_items, parts_labels, parts_local = [], [], []
         for i, c in enumerate(ctxs):
@@ -382,7 +397,7 @@ class PTFClient(PartyLogic):
         sample_keys = local * n_items + items
         old_keys = torch.cat([c.state["items"] + i * n_items for i, c in enumerate(ctxs)])
         keys = torch.unique(torch.cat([sample_keys, old_keys]))  # sorted
-        table = self._item_table(ctxs, clients, keys)
+        table = self._item_table(ctxs, keys)
         row_client = keys // n_items
         sample_row = torch.searchsorted(keys, sample_keys)
         params = self._stack_params(ctxs)
@@ -391,10 +406,9 @@ class PTFClient(PartyLogic):
         n_per = torch.bincount(local, minlength=num)
         starts = torch.cumsum(n_per, 0) - n_per
         position = torch.arange(len(items)) - starts[local]
-        seed_r = derive_seed(cfg.seed, rnd, "ptf-client")
         bsz = cfg.client_batch
         for epoch in range(cfg.local_epochs):
-            u = counter_uniform(seed_r, clients[local], torch.tensor(epoch), position)
+            u = counter_uniform(clients[local], rnd_c, torch.tensor(epoch), position)
             _, rank = _rank_within(local, u)
             batch = rank // bsz
             slot = rank % bsz
@@ -432,7 +446,7 @@ class PTFClient(PartyLogic):
             st["items"] = k_part - i * n_items
             st["rows"] = r_part.clone()
             st["params"] = {k: v[i].clone() for k, v in params.items()}
-        return clients, pos, params, table, keys, seed_r
+        return clients, pos, params, table, keys, rnd
 
     def _logits(self, params: dict[str, torch.Tensor], table: torch.Tensor, keys: torch.Tensor,
                 local: torch.Tensor, items: torch.Tensor, num: int) -> torch.Tensor:
@@ -449,8 +463,9 @@ class PTFClient(PartyLogic):
 
     def _uploads(self, ctxs: Sequence[PartyContext], clients: torch.Tensor,
                  pos: list[torch.Tensor], params: dict[str, torch.Tensor], table: torch.Tensor,
-                 keys: torch.Tensor, seed_r: int) -> list[Payload]:
+                 keys: torch.Tensor, rnd: int) -> list[Payload]:
         cfg, num = self.cfg, len(ctxs)
+        rnd_c = torch.tensor(rnd)
         # The trained non-positives: the fixed negatives and this round's soft-labelled items.
         negs = [torch.unique(torch.cat([c.state["negatives"], c.state["soft_items"]]))
                 for c in ctxs]
@@ -463,15 +478,15 @@ class PTFClient(PartyLogic):
         sampling = cfg.defense in ("sampling", "sampling+swapping")
         if sampling:
             lo, hi = cfg.beta_range
-            beta = lo + (hi - lo) * counter_uniform(seed_r, clients, torch.tensor(1))
+            beta = lo + (hi - lo) * counter_uniform(clients, rnd_c, torch.tensor(1))
             lo, hi = cfg.gamma_range
-            gamma = lo + (hi - lo) * counter_uniform(seed_r, clients, torch.tensor(2))
+            gamma = lo + (hi - lo) * counter_uniform(clients, rnd_c, torch.tensor(2))
             k_pos = torch.minimum(torch.floor(beta * n_pos).long().clamp(min=1), n_pos)
             k_neg = torch.minimum(torch.floor(gamma * k_pos).long().clamp(min=1), n_neg)
             _, rp = _rank_within(p_local, counter_uniform(
-                seed_r, clients[p_local], torch.tensor(3), p_items))
+                clients[p_local], rnd_c, torch.tensor(3), p_items))
             _, rn = _rank_within(n_local, counter_uniform(
-                seed_r, clients[n_local], torch.tensor(4), n_items_))
+                clients[n_local], rnd_c, torch.tensor(4), n_items_))
             keep_p = rp < k_pos[p_local]
             keep_n = rn < k_neg[n_local]
         else:
@@ -493,7 +508,7 @@ class PTFClient(PartyLogic):
             n_swap = torch.minimum(n_swap, k_neg)
             scores = swap_top_scores(up_local, is_pos, raw, n_swap)
         elif cfg.defense == "ldp":
-            u = counter_uniform(seed_r, clients[up_local], torch.tensor(5), up_items).float()
+            u = counter_uniform(clients[up_local], rnd_c, torch.tensor(5), up_items).float()
             scores = (raw + _laplace(u, cfg.ldp_scale)).clamp(0, 1)
         # Per client, sorted by item id: the order says nothing about which are positives.
         order = torch.sort(up_local * self.num_items + up_items).indices
@@ -516,7 +531,7 @@ class PTFClient(PartyLogic):
         for start in range(0, len(ctxs), chunk):
             part = ctxs[start : start + chunk]
             num = len(part)
-            clients = torch.tensor([c.party for c in part], dtype=torch.int64)
+            clients = init_keys(part)
             params = self._stack_params(part)
             # Untrained rows are rows of a shared table (:meth:`_initial_rows`): score that table
             # once per client (no per-client copy of it), then read each item's row.

@@ -64,10 +64,30 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
     return rows
 
 
+SECRET_ENV = "FEDREC_CLIENT_SECRET"
+
+
+def client_secrets_of(args: argparse.Namespace):
+    """The experimenter's client secret from ``--client-secret`` or ``$FEDREC_CLIENT_SECRET``
+    (hex); fresh OS entropy when neither is set."""
+    from fedrec.federation.secrets import ClientSecrets
+
+    return ClientSecrets.from_hex(args.client_secret or os.environ.get(SECRET_ENV))
+
+
+def add_client_secret_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--client-secret", metavar="HEX",
+        help=f"64 hex digits: the root of every client's private randomness, given to the "
+        f"clients' side only, never to the server (default: ${SECRET_ENV}, else fresh OS "
+        f"entropy: the run is then not reproducible)")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from fedrec.experiment import run_experiment
 
     _set_threads(args.threads)
+    secrets = client_secrets_of(args)
     result = run_experiment(
         args.algorithm,
         args.dataset,
@@ -78,6 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         resume=args.resume,
         device=args.device,
         progress=not args.quiet,
+        client_secrets=secrets,
     )
     rows = summary_rows(result)
     if args.out:
@@ -168,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="cpu", help="cpu or cuda")
     run.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_client_secret_option(run)
     run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("reproduce", help="run a paper's tables and figures")

@@ -50,6 +50,9 @@ def add_deploy_parser(sub: Any) -> None:
                      "training")
     dep.add_argument("--keep-workdir", action="store_true", help="keep the temp dir and logs")
     dep.add_argument("--quiet", action="store_true", help="no progress lines")
+    from fedrec.cli.main import add_client_secret_option
+
+    add_client_secret_option(dep)
     dep.set_defaults(func=cmd_deploy)
 
 
@@ -61,18 +64,21 @@ def max_relative_difference(a: dict[str, float], b: dict[str, float]) -> float:
 def cmd_deploy(args: argparse.Namespace) -> int:
     import torch
 
-    from fedrec.cli.main import _format_bytes, _table, summary_rows
+    from fedrec.cli.main import _format_bytes, _table, client_secrets_of, summary_rows
     from fedrec.engines.flower.deploy import deploy
 
     torch.set_num_threads(1)
     say = (lambda _m: None) if args.quiet else (lambda m: print(f"fedrec deploy: {m}",
                                                                 file=sys.stderr, flush=True))
+    # One root for the deployment and, with --compare, the simulator: both then draw the same.
+    secrets = client_secrets_of(args)
     result = deploy(
         args.algorithm, args.dataset, data_dir=args.data_dir, config_file=args.config,
         overrides=args.set or [], max_users=args.max_users, nodes=args.nodes, out_dir=args.out,
         timeout=args.timeout, call_timeout=args.call_timeout,
         straggler_timeout=args.straggler_timeout, executor=args.executor,
-        keep_workdir=args.keep_workdir, experimenter_oracle=args.experimenter_oracle, log=say)
+        keep_workdir=args.keep_workdir, experimenter_oracle=args.experimenter_oracle, log=say,
+        client_secrets=secrets)
     eng = result["engine"]
     rows = [("engine", f"flower (1 SuperLink, {eng['nodes']} SuperNodes on 127.0.0.1, "
                        f"{eng['clients']} clients)")]
@@ -90,7 +96,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         say("running the same job in the in-process simulator")
         sim = simulate(args.algorithm, args.dataset, data_dir=args.data_dir,
                        config_file=args.config, overrides=args.set or [],
-                       max_users=args.max_users).to_json()
+                       max_users=args.max_users, client_secrets=secrets).to_json()
         print("\nin-process simulator, same job:")
         print(_table(summary_rows(sim)))
         only_sim = sorted(set(sim["final"]) - set(result["final"]))

@@ -27,13 +27,14 @@ import numpy as np
 import torch
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm
-from fedrec.algorithms.base import FederatedTrainer, Trainer
+from fedrec.algorithms.base import Trainer, build_trainer
 from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
 from fedrec.experiment import RunResult, dataset_kind, finish_result
 from fedrec.federation.runtime import seed_everything
+from fedrec.federation.secrets import ClientSecrets
 
 
 def resolve(
@@ -133,14 +134,16 @@ def simulate(
     overrides: Sequence[str] | dict[str, Any] = (),
     max_users: int | None = None,
     on_round: Callable[[dict[str, Any]], None] | None = None,
+    client_secrets: ClientSecrets | None = None,
 ) -> RunResult:
-    """The same job in fedrec's in-process simulator (what a deployment is compared with)."""
+    """The same job in fedrec's in-process simulator (what a deployment is compared with; give
+    both the same ``client_secrets`` to compare them draw for draw)."""
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
     ds = load_sliced(dataset, data_dir, max_users)
     if dataset_kind(ds) not in spec.dataset_kinds:
         raise ConfigError(f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data")
     seed_everything(cfg.seed)
-    trainer = spec.build(cfg, ds, torch.device("cpu"))
-    if not isinstance(trainer, FederatedTrainer):
+    if spec.build_job is None:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
+    trainer = build_trainer(spec, cfg, ds, torch.device("cpu"), client_secrets)
     return drive(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)), on_round)

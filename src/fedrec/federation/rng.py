@@ -1,6 +1,9 @@
-"""Deterministic randomness keyed by (seed, round, party, ...), independent of call order.
+"""Deterministic randomness keyed by (key, round, party, ...), independent of call order.
 
-A client's random draws must depend only on the run's seed, the round and the client itself,
+The key is the run's public ``seed`` for what every party may know (shared initialisation,
+the server's client sampling) and a party's own secret
+(:class:`~fedrec.federation.secrets.PartySecret`) for anything private. A client's random draws
+must depend only on its key, the round and the client itself,
 never on which other clients share its cohort or how much data they hold: otherwise changing one
 client's data would shift every other client's noise and the privacy-boundary property
 ("changing one client's data changes only that client's messages") could not hold. Two tools:
@@ -60,28 +63,35 @@ def _splitmix64(x: torch.Tensor) -> torch.Tensor:
     return z ^ _srl(z, 31)
 
 
-def counter_bits(seed: int, *counters: torch.Tensor) -> torch.Tensor:
-    """64 pseudo-random bits (as int64) for every broadcast combination of the counters."""
-    z = torch.full((), _to_signed(seed), dtype=torch.int64)
+def counter_bits(seed: int | torch.Tensor, *counters: torch.Tensor) -> torch.Tensor:
+    """64 pseudo-random bits (as int64) for every broadcast combination of the counters.
+
+    ``seed`` is one key or a tensor of keys broadcast with the counters (one per client: a
+    cohort's draws, each from that client's own secret, in one tensor operation)."""
+    if isinstance(seed, torch.Tensor):
+        z = seed.to(torch.int64)
+    else:
+        z = torch.full((), _to_signed(seed), dtype=torch.int64)
     for c in counters:
         z = _splitmix64(z ^ c.to(torch.int64))
     return _splitmix64(z)
 
 
-def counter_uniform(seed: int, *counters: torch.Tensor) -> torch.Tensor:
+def counter_uniform(seed: int | torch.Tensor, *counters: torch.Tensor) -> torch.Tensor:
     """Uniform float64 in [0, 1) for every (seed, counters...) combination; 53 bits of precision."""
     bits = _srl(counter_bits(seed, *counters), 11)
     return bits.to(torch.float64) * (1.0 / (1 << 53))
 
 
-def counter_randint(seed: int, high: torch.Tensor | int, *counters: torch.Tensor) -> torch.Tensor:
+def counter_randint(seed: int | torch.Tensor, high: torch.Tensor | int,
+                    *counters: torch.Tensor) -> torch.Tensor:
     """Integers uniform in ``[0, high)`` (``high`` may differ per element)."""
     u = counter_uniform(seed, *counters)
     high_t = torch.as_tensor(high, dtype=torch.float64)
     return torch.minimum((u * high_t).floor(), high_t - 1).to(torch.int64)
 
 
-def counter_normal(seed: int, *counters: torch.Tensor) -> torch.Tensor:
+def counter_normal(seed: int | torch.Tensor, *counters: torch.Tensor) -> torch.Tensor:
     """Standard normals via Box-Muller from two independent counter streams."""
     u1 = counter_uniform(seed, *counters, torch.tensor(0))
     u2 = counter_uniform(seed, *counters, torch.tensor(1))

@@ -38,7 +38,8 @@ from fedrec.federation.checkpoint import pack_states, unpack_states
 from fedrec.federation.codec import Payload, all_finite, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import SERVER, Message, PartyId, role_of
-from fedrec.federation.rng import derive_seed, numpy_rng, torch_generator
+from fedrec.federation.rng import derive_seed, numpy_rng
+from fedrec.federation.secrets import ClientSecrets, PartySecret
 
 
 @dataclass
@@ -53,30 +54,40 @@ Outgoing = Payload | Routed | None
 
 @dataclass
 class PartyContext:
-    """What a party's step can see: its own id, private data, persistent state and inbox."""
+    """What a party's step can see: its own id, private data, persistent state and inbox, and
+    its secret (:mod:`fedrec.federation.secrets`), from which every private draw is keyed."""
 
     party: PartyId
     data: Any
     state: dict[str, Any]
     round: int
     step: str
-    seed: int
+    secret: PartySecret
+    #: The secret shared by every party of this role (never the server's).
+    role_secret: PartySecret
     inbox: list[Message] = field(default_factory=list)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     def generator(self, *extra: object) -> torch.Generator:
-        """A torch generator unique to (run seed, round, step, party, extra)."""
-        return torch_generator(self.seed, self.round, self.step, self.party, *extra)
+        """A torch generator unique to (this party's secret, round, step, extra)."""
+        return self.secret.generator(self.round, self.step, *extra)
 
     def rng(self, *extra: object) -> np.random.Generator:
-        return numpy_rng(self.seed, self.round, self.step, self.party, *extra)
+        return self.secret.rng(self.round, self.step, *extra)
+
+
+def cohort_seeds(ctxs: Sequence[PartyContext], *keys: object) -> torch.Tensor:
+    """One 63-bit key per party of a cohort, from each party's own secret (int64 tensor): the
+    seeds of vectorised counter-based draws (:func:`fedrec.federation.rng.counter_uniform`)."""
+    return torch.tensor([c.secret.seed(*keys) for c in ctxs], dtype=torch.int64)
 
 
 class PartyLogic(ABC):
     """The code that runs on one kind of party (a client device, a third-party server, ...)."""
 
-    def init_state(self, party: PartyId, data: Any) -> dict[str, Any]:
-        """Persistent state created the first time the party is reached."""
+    def init_state(self, party: PartyId, data: Any, secret: PartySecret) -> dict[str, Any]:
+        """Persistent state created the first time the party is reached (private
+        initialisation is keyed by the party's ``secret``)."""
         return {}
 
     @abstractmethod
@@ -158,7 +169,12 @@ def cohort_chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np
 
 
 class InProcessRuntime(Runtime):
-    """The simulator: every party lives in this process; messages are metered, not copied."""
+    """The simulator: every party lives in this process; messages are metered, not copied.
+
+    ``seed`` keys what is public (client sampling, simulated dropouts); ``client_secrets`` (the
+    experimenter's root, fresh entropy by default) keys every other party's private draws and is
+    held in a private attribute that only :meth:`_context` reads: the orchestrator is given the
+    :class:`Runtime` interface, which has no way to it."""
 
     def __init__(
         self,
@@ -170,6 +186,7 @@ class InProcessRuntime(Runtime):
         dropout: float = 0.0,
         dropout_after_calls: int = 0,
         device: str | torch.device = "cpu",
+        client_secrets: ClientSecrets | None = None,
     ) -> None:
         if not 0.0 <= dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
@@ -183,6 +200,8 @@ class InProcessRuntime(Runtime):
         self.dropout = dropout
         self.dropout_after_calls = dropout_after_calls
         self.device = torch.device(device)
+        self.__secrets = client_secrets or ClientSecrets()
+        self.__party_secrets: dict[PartyId, PartySecret] = {}
         self.ledger = CommunicationLedger()
         self.observers: list[Observer] = []
         self.states: dict[PartyId, dict[str, Any]] = {}
@@ -233,12 +252,16 @@ class InProcessRuntime(Runtime):
             logic = self.client_logic
         else:
             logic, data = self.services[role_of(party)]
+        secret = self.__party_secrets.get(party)
+        if secret is None:
+            secret = self.__party_secrets[party] = self.__secrets.party(party)
         if party not in self.states:
-            self.states[party] = logic.init_state(party, data)
+            self.states[party] = logic.init_state(party, data, secret)
         inbox = self._inbox.pop(party, [])
         return PartyContext(
             party=party, data=data, state=self.states[party], round=self.round, step=step,
-            seed=self.seed, inbox=inbox, device=self.device,
+            secret=secret, role_secret=self.__secrets.role(role_of(party)), inbox=inbox,
+            device=self.device,
         )
 
     def _responsive(self, party: PartyId) -> bool:
@@ -292,10 +315,25 @@ class InProcessRuntime(Runtime):
                 self._inbox[receiver].append(msg)
 
     # -- checkpointing -----------------------------------------------------------------------
+    @property
+    def reproducible(self) -> bool:
+        """Whether the parties' private draws come from a root the experimenter gave."""
+        return self.__secrets.given
+
     def state_dict(self) -> dict[str, Any]:
-        return {"states": pack_states(self.states), "ledger": self.ledger.state_dict()}
+        """The simulated parties' states, the ledger and -- since a resumed run must draw what
+        the uninterrupted one would -- the clients' root secret. A checkpoint therefore holds
+        every simulated party's private state: it is the experimenter's, never the server's."""
+        return {"states": pack_states(self.states), "ledger": self.ledger.state_dict(),
+                "client_secret": self.__secrets.root_bytes(), "secret_given": self.__secrets.given}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        root = state["client_secret"]
+        if self.__secrets.given and root != self.__secrets.root_bytes():
+            raise ConfigError("--resume: the client secret differs from the checkpoint's")
+        self.__secrets = ClientSecrets(root)
+        self.__secrets.given = bool(state.get("secret_given", True))
+        self.__party_secrets = {}
         self.states = unpack_states(state["states"])
         self.ledger.load_state_dict(state["ledger"])
 

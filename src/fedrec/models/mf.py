@@ -69,7 +69,7 @@ def bpr_loss(
 
 
 def sample_negatives(
-    seed: int,
+    seed: int | torch.Tensor,
     users: torch.Tensor,
     row_index: torch.Tensor,
     num_items: int,
@@ -82,8 +82,10 @@ def sample_negatives(
     data, so a client's negatives never depend on which other clients share its cohort.
     ``positive_keys`` is the sorted tensor of ``user * num_items + item`` of all positives of
     the users involved; a negative that hits a positive is redrawn up to ``tries`` times (the
-    rare survivors after that are kept, as in most BPR samplers).
+    rare survivors after that are kept, as in most BPR samplers). ``seed`` may be a tensor with
+    one key per row (each client's own secret: federated clients' negatives are private).
     """
+    per_row = isinstance(seed, torch.Tensor)
     neg = counter_randint(seed, num_items, users, row_index, torch.tensor(0))
     for t in range(1, tries + 1):
         keys = users * num_items + neg
@@ -91,6 +93,7 @@ def sample_negatives(
         hit = positive_keys[pos] == keys
         if not bool(hit.any()):
             break
-        redraw = counter_randint(seed, num_items, users[hit], row_index[hit], torch.tensor(t))
+        redraw = counter_randint(seed[hit] if per_row else seed, num_items, users[hit],
+                                 row_index[hit], torch.tensor(t))
         neg[hit] = redraw
     return neg

@@ -14,9 +14,10 @@ forward pass uses ``bmm`` (one small matmul per client, batched):
 
 Initialisation is counter-based (:func:`fedrec.federation.rng.counter_uniform` /
 :func:`~fedrec.federation.rng.counter_normal`) keyed by (seed, client, item / parameter,
-element), so a client's model depends only on the seed and its own id -- never on its cohort --
-and an item row that was never trained need not be stored: it is regenerated on demand
-(:func:`init_item_rows`, a client-keyed permutation of one base table). Embeddings start
+element), so a client's model depends only on its key and its own id -- never on its cohort
+(a private model's key comes from its client's secret, never the public run seed) -- and an
+item row that was never trained need not be stored: it is regenerated on demand
+(:func:`init_item_rows`, a secretly keyed permutation of one public base table). Embeddings start
 ``N(0, 0.01^2)``; linear layers start ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's
 ``nn.Linear`` range), biases at zero.
 
@@ -109,39 +110,38 @@ def base_item_table(shape: NCFShape, seed: int, num_items: int) -> torch.Tensor:
     return _base_table(seed, _smallest_prime_at_least(num_items), 2 * shape.dim)
 
 
-def base_row_index(seed: int, clients: torch.Tensor, items: torch.Tensor,
-                   num_items: int) -> torch.Tensor:
-    """Row of :func:`base_item_table` that starts item ``items[k]`` of client ``clients[k]``
-    (broadcasting; see :func:`init_item_rows`)."""
+def base_row_index(keys: torch.Tensor, items: torch.Tensor, num_items: int) -> torch.Tensor:
+    """Row of :func:`base_item_table` that starts item ``items[k]`` of the client whose
+    permutation key is ``keys[k]`` (a 63-bit key from the client's secret; broadcasting; see
+    :func:`init_item_rows`)."""
     p = _smallest_prime_at_least(num_items)
-    key = derive_seed(seed, "ncf-init-items-perm")
-    # One (a, b) per run of equal client ids (callers pass rows grouped by client).
-    c = clients.to(torch.int64)
+    # One (a, b) per run of equal keys (callers pass rows grouped by client).
+    c = keys.to(torch.int64)
     runs, inv = torch.unique_consecutive(c.reshape(-1), return_inverse=True)
-    a = (1 + counter_randint(key, p - 1, runs, torch.tensor(0)))[inv].view(c.shape)
-    b = counter_randint(key, p, runs, torch.tensor(1))[inv].view(c.shape)
+    a = (1 + counter_randint(runs, p - 1, torch.tensor(0)))[inv].view(c.shape)
+    b = counter_randint(runs, p, torch.tensor(1))[inv].view(c.shape)
     return (a * items.to(torch.int64) + b) % p
 
 
 def init_item_rows(
-    shape: NCFShape, seed: int, clients: torch.Tensor, items: torch.Tensor, num_items: int
+    shape: NCFShape, seed: int, keys: torch.Tensor, items: torch.Tensor, num_items: int
 ) -> torch.Tensor:
-    """Initial item embedding rows ``[n, 2d]`` of client ``clients[k]`` for item ``items[k]``.
+    """Initial item embedding rows ``[n, 2d]`` for item ``items[k]`` of the client whose
+    permutation key is ``keys[k]`` (the base table is public, keyed by the run ``seed``).
 
     Every client's initial ``[num_items, 2d]`` table is its own permutation of the rows of one
     base table ``N(0, EMB_STD^2)`` with ``P`` rows, ``P`` the smallest prime ``>= num_items``:
     item ``i`` of client ``c`` is base row ``(a_c * i + b_c) mod P``, with ``a_c`` uniform in
-    ``[1, P)`` and ``b_c`` in ``[0, P)`` keyed by (seed, client). An affine map modulo a prime is
-    a bijection, so one client's rows are distinct base rows: i.i.d. ``N(0, EMB_STD^2)``, the
-    distribution of a privately drawn table (clients' tables are permutations of each other,
-    which no client's training can notice). A row costs one gather, rebuilt identically
-    whenever needed; a private table per client cost 6.6 ms to draw, i.e. ~200 s of each
-    Gowalla round (30k clients, 41k items) for the ~200 rows a client trains.
+    ``[1, P)`` and ``b_c`` in ``[0, P)`` keyed by the client's secret key. An affine map modulo
+    a prime is a bijection, so one client's rows are distinct base rows: i.i.d. ``N(0,
+    EMB_STD^2)``, the distribution of a privately drawn table (clients' tables are permutations
+    of each other, which no client's training can notice). A row costs one gather, rebuilt
+    identically whenever needed; a private table per client cost 6.6 ms to draw, i.e. ~200 s of
+    each Gowalla round (30k clients, 41k items) for the ~200 rows a client trains.
     """
     if len(items) == 0:
         return torch.empty(0, 2 * shape.dim)
-    return base_item_table(shape, seed, num_items)[base_row_index(seed, clients, items,
-                                                                   num_items)]
+    return base_item_table(shape, seed, num_items)[base_row_index(keys, items, num_items)]
 
 
 def forward(

@@ -6,15 +6,18 @@ A SuperNode is started with ``--node-config``:
   loads the dataset from *its own* data directory, and hosts the ``i``-th of ``n`` contiguous
   shares of the clients (one client per user, as :func:`~fedrec.data.partition_by_user`);
 * ``role="third_party"`` (or any other service role of the algorithm): it hosts that party,
-  holds no data, and builds the service's logic from the public metadata the server relays.
+  holds no data, and builds the service's logic from the public metadata the server relays;
+* ``client-secret="HEX"`` (optional, any role): the root of its parties' private randomness
+  (:mod:`fedrec.federation.secrets`); without it the node draws fresh OS entropy once. Nodes
+  given the same root draw exactly what the simulator draws with it.
 
 On every message the node builds the algorithm's job with the algorithm's own ``build_job`` (no
 second copy of any algorithm), restores its parties' persistent state from Flower's
 ``Context.state`` (``torch.save`` bytes; Flower keeps it across rounds), runs
 :meth:`~fedrec.federation.runtime.PartyLogic.handle_cohort` for the targeted parties with the
-same :class:`~fedrec.federation.runtime.PartyContext` the simulator builds (keyed randomness from
-(seed, round, step, party)), opens the sealed mail addressed to them into their inbox, and
-replies with codec bytes; routed outputs are sealed for their receivers.
+same :class:`~fedrec.federation.runtime.PartyContext` the simulator builds (private randomness
+keyed by the party's secret, round and step), opens the sealed mail addressed to them into
+their inbox, and replies with codec bytes; routed outputs are sealed for their receivers.
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ from fedrec.engines.common import (
     public_meta,
     resolve,
 )
-from fedrec.engines.flower.deploy import decode_config
+from fedrec.engines.flower.deploy import SECRET_KEY, decode_config
 from fedrec.engines.flower.envelope import HELLO, STYPE, from_content, to_content
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import all_finite
 from fedrec.federation.message import Message, PartyId, role_of
 from fedrec.federation.runtime import PartyContext, Routed, seed_everything
+from fedrec.federation.secrets import ClientSecrets
 
 STATE_KEY = "fedrec"
 STATES_KEY = "fedrec_states"
@@ -107,7 +111,11 @@ class NodeHost:
         else:
             parties = [self.role]
         keys = {str(p): wire.PartyKeys() for p in parties}
-        self._save_info({"parties": parties,
+        # The root of this node's parties' private randomness: the node's own configuration
+        # (the experimenter gives it to the clients' side only), else fresh entropy. Never the
+        # run config, which the ServerApp reads.
+        secret = ClientSecrets.from_hex(str(self.nc.get(SECRET_KEY, "")))
+        self._save_info({"parties": parties, "secret": secret.root_bytes().hex(),
                          "private": {p: k.private_bytes().hex() for p, k in keys.items()}})
         return {"parties": parties, "meta": meta,
                 "keys": [[p, keys[str(p)].public_bytes.hex()] for p in parties]}
@@ -161,13 +169,16 @@ class NodeHost:
         parties = [p for p, _ in header["targets"]]
         if any(p not in hosted for p in parties):
             raise ProtocolError("a request reached the wrong SuperNode")
+        secrets = ClientSecrets(bytes.fromhex(info["secret"]))
         ctxs = []
         for party in parties:
+            secret = secrets.party(party)
             if party not in states:
-                states[party] = logic.init_state(party, data[party])
+                states[party] = logic.init_state(party, data[party], secret)
             ctxs.append(PartyContext(
                 party=party, data=data[party], state=states[party], round=rnd, step=step,
-                seed=self.cfg.seed, inbox=inbox.pop(party, []), device=torch.device("cpu")))
+                secret=secret, role_secret=secrets.role(role_of(party)),
+                inbox=inbox.pop(party, []), device=torch.device("cpu")))
         if len({role_of(p) for p in parties}) > 1:
             raise ProtocolError("one SuperNode hosts parties of one role")
         outs = logic.handle_cohort(step, ctxs, [decoded[k] for _, k in header["targets"]]) \

@@ -42,27 +42,31 @@ from typing import Any
 from fedrec.config import to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
-from fedrec.engines.flower.deploy import DeployError, Deployment, encode_config
+from fedrec.engines.flower.deploy import SECRET_KEY, DeployError, Deployment, encode_config
 from fedrec.errors import ConfigError
+from fedrec.federation.secrets import ClientSecrets
 
 DATA_DIR_KEY = "sim-data-dir"
 
 
 def sim_node_config(node_config: dict[str, Any], run_config: dict[str, Any], nodes: int,
-                    roles: Sequence[str]) -> dict[str, Any]:
+                    roles: Sequence[str], secret_hex: str) -> dict[str, Any]:
     """The deployment's node config of the virtual SuperNode with the engine's ``node_config``
-    (``partition-id`` over all ``nodes + len(roles)`` virtual SuperNodes)."""
+    (``partition-id`` over all ``nodes + len(roles)`` virtual SuperNodes); ``secret_hex`` is the
+    experimenter's client secret, which only the ClientApp wrapper holds."""
     pid = int(node_config["partition-id"])
     if pid < nodes:
         return {"role": "client", "partition-id": pid, "num-partitions": nodes,
-                "data-dir": str(run_config[DATA_DIR_KEY])}
+                "data-dir": str(run_config[DATA_DIR_KEY]), SECRET_KEY: secret_hex}
     if pid - nodes < len(roles):
-        return {"role": roles[pid - nodes]}
+        return {"role": roles[pid - nodes], SECRET_KEY: secret_hex}
     raise ConfigError(f"virtual SuperNode {pid} has no role ({nodes} clients, roles {roles})")
 
 
-def simulation_apps(run_config: dict[str, Any], nodes: int, roles: Sequence[str]):
-    """A ServerApp and a ClientApp that give fedrec's apps the deployment's contexts."""
+def simulation_apps(run_config: dict[str, Any], nodes: int, roles: Sequence[str],
+                    secret_hex: str):
+    """A ServerApp and a ClientApp that give fedrec's apps the deployment's contexts (the
+    client secret goes into the ClientApp's node configs only, as on a deployment)."""
     from flwr.app import Context
     from flwr.clientapp import ClientApp
     from flwr.serverapp import ServerApp
@@ -86,7 +90,7 @@ def simulation_apps(run_config: dict[str, Any], nodes: int, roles: Sequence[str]
     def _query(msg, context):
         from fedrec.engines.flower.node import client_app
 
-        nc = sim_node_config(dict(context.node_config), rc, nodes, roles)
+        nc = sim_node_config(dict(context.node_config), rc, nodes, roles, secret_hex)
         # Same state object: what the app writes persists in the engine's node context.
         return client_app(msg, Context(run_id=context.run_id, node_id=context.node_id,
                                        node_config=nc, state=context.state,
@@ -102,7 +106,8 @@ def _child(spec_path: str) -> None:
 
     spec = json.loads(Path(spec_path).read_text())
     logging.getLogger("flwr").setLevel(logging.INFO)
-    server, client = simulation_apps(spec["run_config"], spec["nodes"], spec["roles"])
+    server, client = simulation_apps(spec["run_config"], spec["nodes"], spec["roles"],
+                                     spec["client_secret"])
     run_simulation(server_app=server, client_app=client,
                    num_supernodes=spec["nodes"] + len(spec["roles"]),
                    backend_config=spec["backend_config"])
@@ -134,10 +139,12 @@ def simulate_on_flower(
     timeout: float = 900.0,
     call_timeout: float = 300.0,
     keep_workdir: bool = False,
+    client_secrets: ClientSecrets | None = None,
 ) -> dict[str, Any]:
     """Run ``algorithm`` in Flower's simulation engine (module docstring); returns the
     ServerApp's results (as :func:`~fedrec.engines.flower.deploy.deploy`). ``actors``: Ray
-    actors running ClientApps (default: one per virtual SuperNode), one CPU each."""
+    actors running ClientApps (default: one per virtual SuperNode), one CPU each;
+    ``client_secrets`` as in :func:`~fedrec.engines.flower.deploy.deploy`."""
     import psutil
 
     spec, cfg = resolve(algorithm, dataset, None, overrides)
@@ -166,8 +173,11 @@ def simulate_on_flower(
                       "_temp_dir": str(ray_dir), "object_store_memory": 128 * 2**20},
     }
     spec_file = work / "spec.json"
+    secret_hex = (client_secrets or ClientSecrets()).root_bytes().hex()
     spec_file.write_text(json.dumps({"run_config": run_config, "nodes": nodes, "roles": roles,
-                                     "backend_config": backend_config}))
+                                     "backend_config": backend_config,
+                                     "client_secret": secret_hex}))
+    spec_file.chmod(0o600)
     env = dict(os.environ)
     env.update(FLWR_TELEMETRY_ENABLED="0", FLWR_HOME=str(work / "flwr-home"),
                RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
