@@ -138,7 +138,7 @@ class _DuplicateKey(Exception):
 
 def _read_yaml(text: str, source: str) -> dict[str, Any]:
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader) or {}  # noqa: S506 (a SafeLoader)
+        data = yaml.load(text, Loader=_UniqueKeyLoader) or {}  # a SafeLoader subclass
     except _DuplicateKey as dup:
         raise ConfigError(f"{source} line {dup.line}: {dup.key!r} is given twice") from None
     except yaml.YAMLError as exc:
