@@ -234,7 +234,8 @@ def run_experiment(
             check_resume(stored, made_from(algorithm, cfg, dataset, options), out)
     ds = load_dataset(dataset, data_dir, download=True, **options)
     check_clients_per_round(cfg, ds)
-    record = made_from(algorithm, cfg, dataset, options, ds)
+    # Only a run with a checkpoint needs the record (the fingerprint is a pass over the data).
+    record = made_from(algorithm, cfg, dataset, options, ds) if out is not None else {}
     if stored is not None:
         check_resume(stored, record, out)
     seed_everything(cfg.seed)

@@ -6,7 +6,9 @@ interactions, features, side graphs, node features, labels and masks), each fed 
 name, dtype and shape, plus the container's type, name and scalar fields. ``meta`` (file paths,
 raw ids, notes) is left out: a copy of the same files in another folder is the same data. Two
 datasets with the same fingerprint hold byte-identical arrays; any changed rating, split or
-shape changes it. Cost: one pass over the arrays (ML-100K: ~2 MB, well under a second).
+shape changes it. Cost: one pass over the arrays; measured (one core, ``fingerprint(
+load_dataset(name))`` timed with ``time.perf_counter``): ML-100K 2.5 ms, Douban 6.8 ms, Gowalla
+36 ms, each equal on a reload.
 """
 
 from __future__ import annotations
