@@ -126,6 +126,10 @@ def test_unknown_key_is_named(tmp_path: Path) -> None:
     ("lr=fast", "lr must be a number"),
     ("lr=true", "lr must be a number"),
     ("lr=nan", "lr must be a number"),
+    ("lr=inf", "lr must be a finite number, got inf"),
+    ("lr=.inf", "lr must be a finite number, got inf"),
+    ("lr_user=-inf", "lr_user must be a finite number, got -inf"),
+    ("secagg_clip=1e999", "secagg_clip must be a finite number, got inf"),
     ("lr=-1", "lr must be > 0"),
     ("lr=0", "lr must be > 0"),
     ("lr_user=0", "lr_user must be > 0"),
@@ -172,3 +176,39 @@ def test_malformed_inputs(tmp_path: Path) -> None:
         build_config(FCFConfig, "fcf", overrides=["dim=[1"])
     with pytest.raises(ConfigError, match="no default configuration"):
         default_config_text("no-such-algorithm")
+
+
+def test_config_file_that_cannot_be_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a directory, not a YAML file"):
+        build_config(FCFConfig, "fcf", None, tmp_path)  # it said "does not exist"
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("rounds: 3\n# r\xe9glages\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin\.yaml line 2: not UTF-8 text \(byte 0xe9\)"):
+        build_config(FCFConfig, "fcf", None, latin)
+
+
+def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("rounds: 2\ndim: 4\nrounds: 3\n")
+    with pytest.raises(ConfigError, match=r"dup\.yaml line 3: 'rounds' is given twice"):
+        build_config(FCFConfig, "fcf", None, path)
+    path.write_text("datasets:\n  ml-100k: {dim: 3, dim: 4}\n")
+    with pytest.raises(ConfigError, match="'dim' is given twice"):
+        build_config(FCFConfig, "fcf", "ml-100k", path)
+    # A merge's keys may be overridden: that is what a merge is for (the packaged fedgnn.yaml).
+    path.write_text("datasets:\n  ml-100k: &m {dim: 3, reg: 0.5}\n  ml-1m: {<<: *m, dim: 5}\n")
+    assert build_config(FCFConfig, "fcf", "ml-1m", path).dim == 5
+
+
+def test_unknown_dataset_section_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text("rounds: 3\ndatasets:\n  ml100k: {dim: 3}\n")
+    for dataset in ("ml-100k", None):  # whichever dataset runs: the section is a mistake
+        with pytest.raises(ConfigError, match=r"typo\.yaml: datasets: unknown dataset 'ml100k'"):
+            build_config(FCFConfig, "fcf", dataset, path)
+    path.write_text("datasets: [ml-100k]\n")
+    with pytest.raises(ConfigError, match="datasets: expected a mapping"):
+        build_config(FCFConfig, "fcf", "ml-100k", path)
+    path.write_text("datasets:\n  ml-100k: 3\n")
+    with pytest.raises(ConfigError, match="datasets: ml-100k: expected a mapping"):
+        build_config(FCFConfig, "fcf", "ml-100k", path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -135,12 +136,16 @@ def test_rerun_into_a_finished_directory_removes_the_old_results(runs, data_root
 
 def test_resume_with_a_different_config_is_refused(runs, data_root: Path) -> None:
     alg, _, _, _, _, part_dir = runs
-    changed = dict(SETTINGS[alg], alpha=7) if alg == "ptf-fedrec" else dict(SETTINGS[alg], dim=9)
-    with pytest.raises(FedrecError, match="different"):
+    if alg == "ptf-fedrec":
+        changed, named = dict(SETTINGS[alg], alpha=7), r"alpha is \d+ in the checkpoint, 7 now$"
+    else:
+        changed, named = dict(SETTINGS[alg], dim=9), "dim is 8 in the checkpoint, 9 now"
+    with pytest.raises(FedrecError, match=f"^--resume refused: {named}"):
         run_experiment(alg, "ml-100k", data_dir=data_root, overrides=changed, out_dir=part_dir,
                        resume=True, progress=False)
     other = "pmf" if alg == "fcf" else "fcf"
-    with pytest.raises(FedrecError, match="different"):
+    with pytest.raises(FedrecError, match=rf"^--resume refused: algorithm is {alg} in the "
+                                          rf"checkpoint, {other} now$"):
         run_experiment(other, "ml-100k", data_dir=data_root, overrides=dict(SETTINGS[other]),
                        out_dir=part_dir, resume=True, progress=False)
 
@@ -166,3 +171,165 @@ def test_unknown_names_and_wrong_kind(data_root: Path) -> None:
     if (data_root / "planetoid/ind.cora.x").is_file():
         with pytest.raises(ConfigError, match="graph"):
             run_experiment("pmf", "cora", data_dir=data_root, progress=False)
+
+
+# ---- What a resumed run is made from, and the checks made before any data is loaded. ----
+
+QUICK = {"rounds": 2, "dim": 4, "batch_size": 4096}  # pmf: a round is ~0.1 s on ML-100K
+
+
+def _pmf(data_root: Path, out: Path | None, dataset: str = "ml-100k", **kw):
+    overrides = {**QUICK, **kw.pop("overrides", {})}
+    return run_experiment("pmf", dataset, data_dir=data_root, overrides=overrides, out_dir=out,
+                          progress=False, **kw)
+
+
+def _need(data_root: Path, *files: str) -> None:
+    missing = [f for f in files if not (data_root / f).is_file()]
+    if missing:
+        pytest.skip(f"staged data not available: {', '.join(missing)}")
+
+
+def _mirror(data_root: Path, dest: Path, edit=None) -> Path:
+    """Symlinks to the staged ml-100k under ``dest``; ``edit(lines)`` rewrites a copy of u.data."""
+    src = data_root / "ml-100k"
+    for p in src.rglob("*"):
+        if p.is_file():
+            target = dest / "ml-100k" / p.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(p)
+    if edit is not None:
+        lines = (src / "u.data").read_text().splitlines(keepends=True)
+        edit(lines)
+        (dest / "ml-100k/u.data").unlink()
+        (dest / "ml-100k/u.data").write_text("".join(lines))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def unreadable_root(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ml-100k whose u.data fails to parse on line 6: a check made after loading the data
+    would report that instead of its own error."""
+    _need(data_root, "ml-100k/u.data")
+
+    def garble(lines: list[str]) -> None:
+        lines[5] = "12\tabc\t3\t881250949\n"
+
+    return _mirror(data_root, tmp_path_factory.mktemp("unreadable"), garble)
+
+
+def test_a_refused_resume_names_the_setting_and_keeps_the_finished_result(
+    data_root: Path, tmp_path: Path
+) -> None:
+    _need(data_root, "ml-100k/u.data")
+    out = tmp_path / "run"
+    _pmf(data_root, out)
+    finished = (out / RESULTS_NAME).read_bytes()
+    checkpoint = (out / CHECKPOINT_NAME).read_bytes()
+    refusals = [
+        ({"overrides": {"rounds": 3}}, "rounds is 2 in the checkpoint, 3 now"),
+        ({"overrides": {"rounds": 3, "lr": 0.5}},
+         "rounds is 2 in the checkpoint, 3 now (and 1 more)"),
+        ({"dataset_options": {"split": "u2"}},
+         "dataset option split is not set in the checkpoint, u2 now"),
+    ]
+    for kw, message in refusals:
+        with pytest.raises(FedrecError) as err:
+            _pmf(data_root, out, resume=True, **kw)
+        # A refused resume touches nothing: the completed result is still there, unchanged.
+        assert (out / RESULTS_NAME).read_bytes() == finished
+        assert str(err.value) == "--resume refused: " + message
+    with pytest.raises(FedrecError, match=r"^--resume refused: algorithm is pmf in the "
+                                          r"checkpoint, fcf now$"):
+        run_experiment("fcf", "ml-100k", data_dir=data_root, overrides={"rounds": 2, "dim": 4},
+                       out_dir=out, resume=True, progress=False)
+    assert (out / RESULTS_NAME).read_bytes() == finished
+    assert (out / CHECKPOINT_NAME).read_bytes() == checkpoint
+    # Resuming the finished run as it was made rewrites the same result.
+    again = _pmf(data_root, out, resume=True)
+    assert again.status == "complete" and len(again.history) == 2
+    assert json.loads((out / RESULTS_NAME).read_text())["final"] == json.loads(finished)["final"]
+
+
+def test_resume_refuses_another_dataset_of_the_same_shape(
+    data_root: Path, tmp_path: Path
+) -> None:
+    # Douban and Flixster are both 3000 x 3000: the resume went through and reported rounds
+    # trained on Douban as Flixster's.
+    _need(data_root, "douban/training_test_dataset.mat",
+          "flixster/training_test_dataset_10_NNs.mat")
+    out = tmp_path / "run"
+    assert _pmf(data_root, out, "douban", stop_after=1).status == "interrupted"
+    with pytest.raises(FedrecError, match=r"^--resume refused: dataset is douban in the "
+                                          r"checkpoint, flixster now$"):
+        _pmf(data_root, out, "flixster", resume=True)
+    assert load_checkpoint(out / CHECKPOINT_NAME)["round"] == 1
+    assert not (out / RESULTS_NAME).exists()
+
+
+def test_resume_refuses_changed_data(data_root: Path, tmp_path: Path) -> None:
+    _need(data_root, "ml-100k/u.data", "ml-100k/u1.test")
+    test_pairs = {tuple(ln.split("\t")[:2])
+                  for ln in (data_root / "ml-100k/u1.test").read_text().splitlines()}
+
+    def change_one_training_rating(lines: list[str]) -> None:
+        k = next(i for i, ln in enumerate(lines) if tuple(ln.split("\t")[:2]) not in test_pairs)
+        user, item, rating, stamp = lines[k].split("\t")
+        lines[k] = "\t".join([user, item, str(int(rating) % 5 + 1), stamp])
+
+    out = tmp_path / "run"
+    _pmf(data_root, out, overrides={"rounds": 3}, stop_after=1)
+    changed = _mirror(data_root, tmp_path / "changed", change_one_training_rating)
+    with pytest.raises(FedrecError) as err:
+        _pmf(changed, out, overrides={"rounds": 3}, resume=True)
+    assert re.fullmatch(r"--resume refused: the data's sha256 is [0-9a-f]{12}\.\.\. in the "
+                        r"checkpoint, [0-9a-f]{12}\.\.\. now", str(err.value)), str(err.value)
+    # The same files in another folder are the same data: that resume goes on.
+    same = _mirror(data_root, tmp_path / "same")
+    assert _pmf(same, out, overrides={"rounds": 3}, resume=True, stop_after=2).status == (
+        "interrupted")
+    assert load_checkpoint(out / CHECKPOINT_NAME)["round"] == 2
+
+
+def test_clients_per_round_larger_than_the_clients_is_refused(data_root: Path) -> None:
+    _need(data_root, "ml-100k/u.data")
+    with pytest.raises(ConfigError, match=r"^clients_per_round is 944 but ml-100k has 943 "
+                                          r"clients"):
+        run_experiment("fcf", "ml-100k", data_dir=data_root, progress=False,
+                       overrides={"rounds": 1, "dim": 4, "clients_per_round": 944})
+
+
+def _blocked_out_dirs(tmp: Path) -> dict[str, tuple[Path, str]]:
+    """Output directories a run cannot write into, and the error naming each."""
+    (tmp / "file").write_text("x")
+    (tmp / "results-dir" / RESULTS_NAME).mkdir(parents=True)
+    (tmp / "checkpoint-dir" / CHECKPOINT_NAME).mkdir(parents=True)
+    return {
+        "a file": (tmp / "file", "is a file, not a directory"),
+        "under a file": (tmp / "file" / "sub", f"cannot be made: {tmp / 'file'} is a file"),
+        # /proc refuses new entries even to root (a chmod'ed directory would not).
+        "uncreatable": (Path("/proc/fedrec-no-such/out"), "cannot be made"),
+        "results.json a directory": (tmp / "results-dir", f"{RESULTS_NAME} is a directory"),
+        "checkpoint.pt a directory": (tmp / "checkpoint-dir", f"{CHECKPOINT_NAME} is a directory"),
+    }
+
+
+@pytest.mark.parametrize("case", ["a file", "under a file", "uncreatable",
+                                  "results.json a directory", "checkpoint.pt a directory"])
+def test_output_directory_is_checked_before_the_data_is_loaded(
+    unreadable_root: Path, tmp_path: Path, case: str
+) -> None:
+    out, message = _blocked_out_dirs(tmp_path)[case]
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _pmf(unreadable_root, out)
+
+
+def test_resume_compares_what_it_can_before_the_data_is_loaded(
+    data_root: Path, unreadable_root: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    _pmf(data_root, out, stop_after=1)
+    with pytest.raises(FedrecError, match=r"^--resume refused: rounds is 2 in the checkpoint"):
+        _pmf(unreadable_root, out, overrides={"rounds": 3}, resume=True)
+    with pytest.raises(FedrecError, match="line 6"):  # the data is loaded once all else is fine
+        _pmf(unreadable_root, out, resume=True)

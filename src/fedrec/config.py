@@ -2,13 +2,16 @@
 
 Resolution order (later wins): the algorithm's packaged YAML (``fedrec/configs/NAME.yaml``), its
 ``datasets: {DATASET: {...}}`` section for the chosen dataset, the user's ``--config FILE`` (same
-layout), then ``--set key=value`` overrides. Unknown keys and values of the wrong type or out of
-range raise :class:`~fedrec.errors.ConfigError` with a one-line message.
+layout), then ``--set key=value`` overrides. Unknown keys, a ``datasets:`` section naming a dataset
+fedrec does not know, a key given twice in one mapping, values of the wrong type, out of range or
+not finite (NaN, infinity), and a config file that is not a readable UTF-8 file raise
+:class:`~fedrec.errors.ConfigError` with a one-line message.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -42,14 +45,22 @@ class RunConfig:
 
 def check_range(name: str, value: float, low: float | None = None, high: float | None = None,
                 *, low_open: bool = False) -> None:
-    """Raise ConfigError unless ``low <= value <= high`` (``low < value`` when ``low_open``)."""
-    if value != value:  # NaN
-        raise ConfigError(f"{name} must be a number, got NaN")
+    """Raise ConfigError unless ``value`` is finite and ``low <= value <= high`` (``low < value``
+    when ``low_open``)."""
+    check_finite(name, value)
     if low is not None and (value <= low if low_open else value < low):
         bound = f"> {low}" if low_open else f">= {low}"
         raise ConfigError(f"{name} must be {bound}, got {value}")
     if high is not None and value > high:
         raise ConfigError(f"{name} must be <= {high}, got {value}")
+
+
+def check_finite(name: str, value: float) -> None:
+    """Raise ConfigError for NaN or an infinity: no option of a run means anything at either."""
+    if value != value:  # NaN
+        raise ConfigError(f"{name} must be a number, got NaN")
+    if math.isinf(value):
+        raise ConfigError(f"{name} must be a finite number, got {value}")
 
 
 def check_choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
@@ -87,11 +98,13 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
         if isinstance(value, str):
             # PyYAML (YAML 1.1) reads exponents without a dot, like 1e-3, as strings.
             try:
-                return float(value)
+                value = float(value)
             except ValueError:
                 raise ConfigError(f"{name} must be a number, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{name} must be a number, got {value!r}")
+        # Here, not only in validate(): a float option no validate() checks is finite too.
+        check_finite(name, float(value))
         return float(value)
     if hint is str:
         if not isinstance(value, str):
@@ -100,9 +113,34 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     return value
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key written twice in one mapping (PyYAML keeps the last
+    value silently; a repeated key in a config file is a mistake, not an override). Keys a merge
+    (``<<: *anchor``) brings in may be overridden: that is what a merge is for."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(key, line)
+        self.key, self.line = key, line
+
+
 def _read_yaml(text: str, source: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.load(text, Loader=_UniqueKeyLoader) or {}  # a SafeLoader subclass
+    except _DuplicateKey as dup:
+        raise ConfigError(f"{source} line {dup.line}: {dup.key!r} is given twice") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -120,11 +158,48 @@ def default_config_text(algorithm: str) -> str:
         raise ConfigError(f"no default configuration for algorithm {algorithm!r}") from None
 
 
-def _layer(values: dict[str, Any], data: dict[str, Any], dataset: str | None) -> None:
-    per_dataset = data.pop("datasets", None) or {}
+def _read_config_file(path: Path) -> str:
+    """The text of a ``--config`` file, or a ConfigError saying why it cannot be one."""
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a directory, not a YAML file")
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"config file {path} line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+        ) from None
+
+
+def _dataset_sections(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    """The ``datasets:`` section of one layer, each key checked to be a dataset fedrec knows (a
+    typo such as ``ml100k`` would otherwise be a section that silently never applies)."""
+    from fedrec.data.catalog import SPECS
+
+    sections = data.pop("datasets", None) or {}
+    if not isinstance(sections, dict):
+        raise ConfigError(f"{source}: datasets: expected a mapping of dataset name: options")
+    for name, section in sections.items():
+        if name not in SPECS:
+            raise ConfigError(f"{source}: datasets: unknown dataset {name!r}; known: "
+                              f"{', '.join(SPECS)}")
+        if section is not None and not isinstance(section, dict):
+            raise ConfigError(f"{source}: datasets: {name}: expected a mapping of option: value")
+    return sections
+
+
+def _layer(values: dict[str, Any], data: dict[str, Any], dataset: str | None,
+           source: str) -> None:
+    per_dataset = _dataset_sections(data, source)
     values.update(data)
     if dataset is not None and dataset in per_dataset:
-        values.update(per_dataset[dataset])
+        values.update(per_dataset[dataset] or {})
 
 
 def parse_override(item: str) -> tuple[str, Any]:
@@ -143,12 +218,11 @@ def build_config(
 ) -> C:
     """Resolve the configuration of one run (see the module docstring)."""
     values: dict[str, Any] = {}
-    _layer(values, _read_yaml(default_config_text(algorithm), f"{algorithm}.yaml"), dataset)
+    packaged = f"{algorithm}.yaml"
+    _layer(values, _read_yaml(default_config_text(algorithm), packaged), dataset, packaged)
     if config_file is not None:
         path = Path(config_file)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        _layer(values, _read_yaml(path.read_text(), str(path)), dataset)
+        _layer(values, _read_yaml(_read_config_file(path), str(path)), dataset, str(path))
     pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
     values.update(dict(pairs))
     hints = typing.get_type_hints(cls)

@@ -15,3 +15,8 @@ class ConfigError(FedrecError):
 
 class ProtocolError(FedrecError):
     """A party broke the protocol (for example too few clients survived to unmask a sum)."""
+
+
+class ResumeRefused(ConfigError):
+    """``--resume`` found a checkpoint of a different run (algorithm, configuration, dataset or
+    data); the message names the first setting that differs."""

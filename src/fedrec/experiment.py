@@ -6,11 +6,18 @@ after every round), from which ``resume=True`` continues and ends with the same 
 uninterrupted run (all randomness is keyed by (key, round, party), see
 :mod:`fedrec.federation.rng`; the clients' keys come from the experimenter's client secret,
 kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
+
+The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved
+configuration, dataset name and options, the fingerprint of the loaded data); a resume that
+differs in any of them is refused (:func:`check_resume`) before anything in the output directory
+is touched. Everything that can be checked without the data (the configuration, the output
+directory, the checkpoint's record) is checked before the data is loaded.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import sys
@@ -26,8 +33,10 @@ from fedrec.algorithms import get_algorithm
 from fedrec.algorithms.base import Trainer, build_trainer
 from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import load_dataset
-from fedrec.data.types import GraphDataset, InteractionDataset, RatingDataset
-from fedrec.errors import ConfigError, FedrecError
+from fedrec.data.catalog import get_spec
+from fedrec.data.fingerprint import fingerprint
+from fedrec.data.types import Dataset, GraphDataset, InteractionDataset, RatingDataset
+from fedrec.errors import ConfigError, ResumeRefused
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
@@ -94,6 +103,98 @@ def resolve_device(name: str) -> torch.device:
         raise ConfigError(f"unknown device {name!r}; use cpu or cuda") from None
 
 
+def check_out_dir(out: Path, create: bool = True) -> None:
+    """Raise ConfigError unless the run can write its files into ``out``: a directory (created
+    when ``create``), writable, where none of the files it writes is a directory."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output directory {out} is a file, not a directory")
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"output directory {out} cannot be made: {existing} is a file")
+    if create:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"output directory {out} cannot be made ({exc.strerror})") from None
+    if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
+        raise ConfigError(f"output directory {out} is not writable")
+    for name in (RESULTS_NAME, RESULTS_NAME + ".tmp", CHECKPOINT_NAME):
+        if (out / name).is_dir():
+            raise ConfigError(f"{out / name} is a directory; the run writes a file there")
+
+
+def made_from(
+    algorithm: str, cfg: RunConfig, dataset: str, dataset_options: dict[str, Any],
+    data: Dataset | None = None,
+) -> dict[str, Any]:
+    """What a run is made from, as its checkpoint records it and :func:`check_resume` compares.
+
+    ``data_sha256`` (:func:`fedrec.data.fingerprint.fingerprint` of the loaded data) is there
+    only when ``data`` is given: the record without it is compared before the data is loaded.
+    """
+    record: dict[str, Any] = {
+        "algorithm": algorithm,
+        "dataset": dataset,
+        "dataset_options": dict(dataset_options),
+        "config": to_dict(cfg),
+    }
+    if data is not None:
+        record["data_sha256"] = fingerprint(data)
+    return record
+
+
+def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | None) -> None:
+    """Raise :class:`ResumeRefused` naming the first entry of ``record`` (a :func:`made_from`)
+    that the checkpoint ``stored`` records differently; entries ``record`` lacks are not
+    compared."""
+    then = stored.get("made_from")
+    if not isinstance(then, dict):
+        raise ResumeRefused(f"--resume refused: the checkpoint in {out} does not record what its "
+                            "run was made from (an older fedrec wrote it); run without --resume")
+    for key, now in record.items():
+        old = then.get(key, _ABSENT)
+        if key in _NAMED_BY_ENTRY and isinstance(old, dict):
+            # Options are named as --set names them: "rounds is 20 in the checkpoint, 10 now".
+            diffs = [(_NAMED_BY_ENTRY[key] + k, old.get(k, _ABSENT), now.get(k, _ABSENT))
+                     for k in [*now, *(k for k in old if k not in now)]
+                     if old.get(k, _ABSENT) != now.get(k, _ABSENT)]
+        elif old == now:
+            diffs = []
+        elif key == "data_sha256":  # a digest's head identifies it
+            diffs = [("the data's sha256", f"{str(old)[:12]}...", f"{now[:12]}...")]
+        else:
+            diffs = [(key, old, now)]
+        if diffs:
+            name, a, b = diffs[0]
+            more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
+            raise ResumeRefused(f"--resume refused: {name} is {_shown(a)} in the checkpoint, "
+                                f"{_shown(b)} now{more}")
+
+
+_ABSENT = object()
+#: Record entries compared entry by entry, and the prefix naming one of their entries.
+_NAMED_BY_ENTRY = {"config": "", "dataset_options": "dataset option "}
+
+
+def _shown(value: Any) -> str:
+    return "not set" if value is _ABSENT else str(value)
+
+
+def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
+    """Raise ConfigError when ``clients_per_round`` asks for more clients than ``ds`` has (one
+    client per user with training data); 0 means all of them."""
+    if isinstance(ds, GraphDataset):
+        return
+    clients = len(ds.user_ids())
+    if cfg.clients_per_round > clients:
+        raise ConfigError(
+            f"clients_per_round is {cfg.clients_per_round} but {ds.name} has {clients} clients "
+            f"(users with training data); use at most {clients}, or 0 for all"
+        )
+
+
 def run_experiment(
     algorithm: str,
     dataset: str,
@@ -107,44 +208,55 @@ def run_experiment(
     progress: bool = True,
     stop_after: int | None = None,
     client_secrets: ClientSecrets | None = None,
+    dataset_options: dict[str, Any] | None = None,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset``; see the module docstring for files and resuming.
 
     ``client_secrets``: the experimenter's root of every client's private randomness
     (:mod:`fedrec.federation.secrets`); None draws fresh OS entropy, and the run is then not
     reproducible (a resumed run continues with the checkpoint's root).
+
+    ``dataset_options`` go to :func:`~fedrec.data.load_dataset` (e.g. ``{"split": "random"}``).
+
     ``stop_after`` ends the run after that many rounds *as if interrupted* (no results file):
     it exists to test resuming.
     """
     spec = get_algorithm(algorithm)
     cfg: RunConfig = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
     dev = resolve_device(device)
-    ds = load_dataset(dataset, data_dir, download=True)
-    kind = dataset_kind(ds)
+    kind = get_spec(dataset).kind
     if kind not in spec.dataset_kinds:
         raise ConfigError(
             f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data; {dataset} is {kind}"
         )
+    options = dict(dataset_options or {})
+    out = Path(out_dir) if out_dir is not None else None
+    if resume and out is None:
+        raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
+    stored = None
+    if out is not None:
+        check_out_dir(out, create=not resume)
+        if resume:
+            stored = load_checkpoint(out / CHECKPOINT_NAME)
+            check_resume(stored, made_from(algorithm, cfg, dataset, options), out)
+    ds = load_dataset(dataset, data_dir, download=True, **options)
+    check_clients_per_round(cfg, ds)
+    # Only a run with a checkpoint needs the record (the fingerprint is a pass over the data).
+    record = made_from(algorithm, cfg, dataset, options, ds) if out is not None else {}
+    if stored is not None:
+        check_resume(stored, record, out)
     seed_everything(cfg.seed)
     trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
     result = RunResult(algorithm, dataset, to_dict(cfg))
-    out = Path(out_dir) if out_dir is not None else None
     start_round, elapsed_before = 1, 0.0
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        # Only now, with every check passed: a refused run leaves a finished result in place.
         (out / RESULTS_NAME).unlink(missing_ok=True)
-        if resume:
-            state = load_checkpoint(out / CHECKPOINT_NAME)
-            if state["config"] != result.config or state["algorithm"] != algorithm:
-                raise FedrecError(
-                    f"checkpoint in {out} was made with a different algorithm or configuration"
-                )
-            trainer.load_state_dict(state["trainer"])
-            result.history = state["history"]
-            start_round = state["round"] + 1
-            elapsed_before = state["elapsed"]
-    elif resume:
-        raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
+        if stored is not None:
+            trainer.load_state_dict(stored["trainer"])
+            result.history = stored["history"]
+            start_round = stored["round"] + 1
+            elapsed_before = stored["elapsed"]
 
     t0 = time.perf_counter()
     bar = _progress(range(start_round, cfg.rounds + 1), progress, f"{algorithm}/{dataset}")
@@ -161,7 +273,7 @@ def run_experiment(
         result.history.append(row)
         if out is not None:
             save_checkpoint(out / CHECKPOINT_NAME, {
-                "algorithm": algorithm, "config": result.config, "round": rnd,
+                "made_from": record, "round": rnd,
                 "trainer": trainer.state_dict(), "history": result.history,
                 "elapsed": elapsed_before + time.perf_counter() - t0,
             })

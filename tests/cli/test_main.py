@@ -65,6 +65,32 @@ BAD_INPUTS = {
 }
 
 
+# ``fedrec run`` arguments wrong in a way seen without the data ({tmp}: a folder that
+# _make_preload_files fills), and what the error line must say.
+PRELOAD = {
+    "out-is-a-file": (["--out", "{tmp}/a-file"], ["is a file, not a directory"]),
+    "out-under-a-file": (["--out", "{tmp}/a-file/sub"], ["cannot be made: ", "a-file is a file"]),
+    "out-uncreatable": (["--out", "/proc/fedrec-no-such/out"], ["cannot be made"]),
+    "results-is-a-dir": (["--out", "{tmp}/results-dir"], ["results.json is a directory"]),
+    "checkpoint-is-a-dir": (["--out", "{tmp}/checkpoint-dir"], ["checkpoint.pt is a directory"]),
+    "threads": (["--threads", "-1"], ["--threads must be >= 1, got -1"]),
+    "config-not-utf8": (["--config", "{tmp}/latin.yaml"], ["line 2: not UTF-8"]),
+    "config-is-a-dir": (["--config", "{tmp}"], ["is a directory, not a YAML file"]),
+    "config-duplicate-key": (["--config", "{tmp}/dup.yaml"], ["line 2: 'rounds' is given twice"]),
+    "config-unknown-dataset": (["--config", "{tmp}/typo.yaml"], ["unknown dataset 'ml100k'"]),
+    "lr-inf": (["--set", "lr=inf"], ["lr must be a finite number, got inf"]),
+}
+
+
+def _make_preload_files(tmp: Path) -> None:
+    (tmp / "results-dir" / "results.json").mkdir(parents=True)
+    (tmp / "checkpoint-dir" / "checkpoint.pt").mkdir(parents=True)
+    (tmp / "a-file").write_text("x")
+    (tmp / "latin.yaml").write_bytes("rounds: 2\n# r\xe9glages\n".encode("latin-1"))
+    (tmp / "dup.yaml").write_text("rounds: 2\nrounds: 3\n")
+    (tmp / "typo.yaml").write_text("datasets:\n  ml100k: {dim: 3}\n")
+
+
 @pytest.fixture(scope="module")
 def runs(ml100k_root: Path, corrupt_root: Path, tmp_path_factory: pytest.TempPathFactory):
     """Every command of this module, started a few at a time (most pay torch's import, ~2 s)."""
@@ -87,6 +113,17 @@ def runs(ml100k_root: Path, corrupt_root: Path, tmp_path_factory: pytest.TempPat
     }
     for name, (args, _) in BAD_INPUTS.items():
         jobs[f"bad-{name}"] = ((*args, "--out", str(tmp / f"bad-{name}"), "--quiet"), ml100k_root)
+    # Run on data that fails to load (u.data line 6): each must be refused before loading it.
+    _make_preload_files(tmp / "preload")
+    for name, (args, _) in PRELOAD.items():
+        args = [a.format(tmp=tmp / "preload") for a in args]
+        jobs[f"preload-{name}"] = (("run", "pmf", "--dataset", "ml-100k", "--quiet", *args),
+                                   corrupt_root)
+    # --data-dir after the subcommand's name (it was an unknown argument there).
+    jobs["data-dir-after-run"] = (("run", "pmf", "--dataset", "ml-100k", "--quiet",
+                                   "--data-dir", str(corrupt_root)), tmp / "elsewhere")
+    jobs["data-dir-after-info"] = (("datasets", "info", "ml-100k", "--data-dir",
+                                    str(corrupt_root)), tmp / "elsewhere")
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {k: pool.submit(fedrec, *a, data_root=root) for k, (a, root) in jobs.items()}
         results = {k: f.result() for k, f in futures.items()}
@@ -177,3 +214,34 @@ def test_malformed_data_file_is_one_line_and_exit_2(runs) -> None:
     assert_clean_error(runs[0]["malformed"], "u.data", "line 6")
     assert not (runs[1] / "bad-malformed" / "results.json").exists()
     assert_clean_error(runs[0]["malformed-data-dir"], "line 6")
+
+
+@pytest.mark.parametrize("case", list(PRELOAD))
+def test_command_line_mistakes_are_one_line_before_the_data_is_loaded(runs, case: str) -> None:
+    # The data root of these runs has a malformed u.data: an error that waited for the data
+    # would name u.data line 6 instead.
+    line = assert_clean_error(runs[0][f"preload-{case}"], *PRELOAD[case][1])
+    assert "u.data" not in line
+
+
+def test_data_dir_after_the_subcommand(runs) -> None:
+    assert_clean_error(runs[0]["data-dir-after-run"], "u.data", "line 6")
+    assert_clean_error(runs[0]["data-dir-after-info"], "u.data", "line 6")
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "pmf", "--dataset", "ml-100k"],
+    ["reproduce", "fedgnn"],
+    ["deploy", "fcf", "--dataset", "ml-100k"],
+    ["algorithms"],
+    ["config", "show", "fcf"],
+    ["datasets", "verify"],
+])
+def test_data_dir_is_accepted_before_and_after_every_subcommand(argv: list[str]) -> None:
+    from fedrec.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*argv, "--data-dir", "/d"]).data_dir == "/d"
+    assert parser.parse_args(["--data-dir", "/d", *argv]).data_dir == "/d"
+    assert parser.parse_args(["--data-dir", "/a", *argv, "--data-dir", "/b"]).data_dir == "/b"
+    assert parser.parse_args(argv).data_dir is None

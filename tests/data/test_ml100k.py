@@ -132,6 +132,31 @@ def test_corrupted_files(
     assert "\n" not in text and name in text and f"line {line}" in text and message in text
 
 
+@pytest.mark.parametrize("cut", [1, 1000])
+def test_truncated_ratings_file_is_named(
+    ml: Path, tmp_path: Path, cut: int, mirror, replace_file
+) -> None:
+    # u1.test and u1.base together are u.data: a u.data short of some of their ratings is the
+    # file at fault (it was blamed on u1.base), whichever rows the truncation took.
+    root = _corrupt(ml, tmp_path, "u.data", lambda t: t.__delitem__(slice(-1 - cut, -1)),
+                    mirror, replace_file)
+    with pytest.raises(DataError) as err:
+        load_dataset("ml-100k", root)
+    text = str(err.value)
+    assert text.startswith(str(root / "ml-100k" / "u.data") + ":"), text
+    assert f"{cut} of the 100000 ratings of u1.test and u1.base are not in it" in text
+    assert "u1.base:" not in text
+
+
+def test_truncated_base_file_is_still_named(
+    ml: Path, tmp_path: Path, mirror, replace_file
+) -> None:
+    root = _corrupt(ml, tmp_path, "u1.base", lambda t: t.__delitem__(slice(-11, -1)),
+                    mirror, replace_file)
+    with pytest.raises(DataError, match=r"u1\.base: its pairs are not exactly"):
+        load_dataset("ml-100k", root)
+
+
 def test_bad_options(ml: Path) -> None:
     with pytest.raises(ConfigError, match="split must be one of"):
         load_dataset("ml-100k", ml, split="u9")

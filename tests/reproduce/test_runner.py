@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fedrec.config import to_dict
 from fedrec.engines.common import resolve
+from fedrec.experiment import run_experiment
+from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from fedrec.reproduce.runner import SAME_AS_NAME, RunSpec, run_all, status_of
 
 
@@ -83,3 +87,17 @@ def test_a_failed_setting_is_recorded_and_the_grid_goes_on(tmp_path: Path) -> No
     assert status_of(tmp_path, specs[1]) == "seed 0: complete"
     run_all(specs, tmp_path, runner=runner)  # not retried
     assert len(rec.calls) == 1
+
+
+def test_a_checkpoint_of_other_settings_is_started_again(data_root: Path, tmp_path: Path) -> None:
+    # The real runner: its refusal to resume (ResumeRefused) makes run_all start afresh.
+    if not (data_root / "ml-100k/u.data").is_file():
+        pytest.skip("staged ml-100k not available")
+    quick = {"dim": 4, "batch_size": 4096}
+    folder = tmp_path / "runs" / "k" / "seed-0"
+    run_experiment("pmf", "ml-100k", data_dir=data_root, overrides={**quick, "rounds": 3},
+                   out_dir=folder, progress=False, stop_after=1)
+    res = run_all([RunSpec("k", "pmf", "ml-100k", {**quick, "rounds": 2})], tmp_path,
+                  data_dir=data_root)
+    assert res["k"][0]["status"] == "complete" and res["k"][0]["config"]["rounds"] == 2
+    assert load_checkpoint(folder / CHECKPOINT_NAME)["made_from"]["config"]["rounds"] == 2

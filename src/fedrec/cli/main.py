@@ -7,9 +7,12 @@
     fedrec config show ALGORITHM
     fedrec datasets list | info NAME | verify [NAME ...]
 
+``--data-dir DIR`` may stand before or after the subcommand's name.
+
 Every error caused by input (unknown names, bad values, malformed data files, missing data)
 prints one line, ``fedrec: error: ...``, and exits with status 2; nothing half-written is left
-looking complete.
+looking complete. Whatever can be checked without the data (options, config file, output
+directory, a checkpoint to resume) is checked before the data is loaded.
 """
 
 from __future__ import annotations
@@ -168,15 +171,20 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def _set_threads(n: int | None) -> None:
+    if n is not None and n < 1:
+        raise ConfigError(f"--threads must be >= 1, got {n}")
     import torch
 
     # Oversubscribing two cores costs ~20x; default to the cores we were given.
     torch.set_num_threads(n or max(1, len(os.sched_getaffinity(0))))
 
 
+_DATA_DIR_HELP = "dataset directory (default: $FEDREC_DATA, else cache)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedrec", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", help="dataset directory (default: $FEDREC_DATA, else cache)")
+    parser.add_argument("--data-dir", help=_DATA_DIR_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train an algorithm on a dataset")
@@ -224,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("names", nargs="*")
     ds.add_argument("--strict", action="store_true", help="verify: exit 1 unless all files ok")
     ds.set_defaults(func=cmd_datasets)
+    # After the subcommand too: SUPPRESS keeps a value given before it when none comes after.
+    for subparser in sub.choices.values():
+        subparser.add_argument("--data-dir", default=argparse.SUPPRESS, help=_DATA_DIR_HELP)
     return parser
 
 

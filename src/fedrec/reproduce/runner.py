@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedrec.errors import FedrecError
+from fedrec.errors import FedrecError, ResumeRefused
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
 
@@ -87,10 +87,8 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             try:
                 try:
                     runner(spec.algorithm, spec.dataset, resume=resume, **kwargs)
-                except FedrecError as exc:
-                    if not resume or "different algorithm or configuration" not in str(exc):
-                        raise
-                    # A checkpoint from other settings: start the run again from scratch.
+                except ResumeRefused:
+                    # A checkpoint from other settings or data: start the run again from scratch.
                     (folder / CHECKPOINT_NAME).unlink()
                     runner(spec.algorithm, spec.dataset, resume=False, **kwargs)
             except FedrecError as exc:

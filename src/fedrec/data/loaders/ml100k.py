@@ -159,6 +159,7 @@ def read_recbole_items(path: Path) -> tuple[np.ndarray, np.ndarray]:
 def _grouplens_split(
     everything: Interactions,
     encode: Callable[[np.ndarray, Path], Interactions],
+    ratings_path: Path,
     test_path: Path,
     num_items: int,
 ) -> tuple[Interactions, Interactions, str]:
@@ -167,11 +168,26 @@ def _grouplens_split(
     GroupLens built ``uK.base`` as ``u.data`` minus ``uK.test``. ``uK.test`` must agree with the
     ratings file (same pairs and ratings); ``uK.base``, when present, must hold exactly the other
     pairs (its rating column is not used: the staged copy of ``u1.base`` carries per-user rescaled
-    ratings). Returns ``(train, test, note)`` where ``note`` reports a ``uK.base`` rating mismatch.
+    ratings). When the two split files hold pairs the ratings file lacks and nothing else, the
+    ratings file is the one at fault (a truncated ``u.data``) and is named. Returns ``(train,
+    test, note)`` where ``note`` reports a ``uK.base`` rating mismatch.
     """
     test = encode(read_ratings(test_path), test_path)
     all_keys = everything.users * num_items + everything.items
     test_keys = test.users * num_items + test.items
+    base_path = test_path.with_suffix(".base")
+    base = None
+    if base_path.is_file():
+        base = encode(load_numeric_table(base_path, 4, "\t", RATING_COLS, (0, 1)), base_path)
+        base_keys = base.users * num_items + base.items
+        split_keys = np.concatenate([test_keys, base_keys])
+        lacking = int((~np.isin(split_keys, all_keys)).sum())
+        if lacking and np.isin(all_keys, split_keys).all():
+            raise fail(
+                f"{ratings_path}: {lacking} of the {len(split_keys)} ratings of {test_path.name} "
+                f"and {base_path.name} are not in it (it has {len(all_keys)}): a truncated or "
+                "incomplete ratings file"
+            )
     order = np.argsort(all_keys)
     pos = np.searchsorted(all_keys[order], test_keys)
     pos = np.minimum(pos, len(order) - 1)
@@ -181,15 +197,12 @@ def _grouplens_split(
         k = int(np.argmax(~same))
         line = row_line_number(test_path, k)
         what = "rating differs from" if found[k] else "pair is not in"
-        raise fail(f"{test_path} line {line}: {what} the ratings file")
+        raise fail(f"{test_path} line {line}: {what} the ratings file {ratings_path.name}")
     in_test = np.zeros(len(everything), dtype=bool)
     in_test[order[pos]] = True
     train = everything.select(~in_test)
-    base_path = test_path.with_suffix(".base")
     note = ""
-    if base_path.is_file():
-        base = encode(load_numeric_table(base_path, 4, "\t", RATING_COLS, (0, 1)), base_path)
-        base_keys = base.users * num_items + base.items
+    if base is not None:
         if not np.array_equal(np.sort(base_keys), np.sort(all_keys[~in_test])):
             raise fail(
                 f"{base_path}: its pairs are not exactly the ratings missing from {test_path.name}"
@@ -268,7 +281,8 @@ def load_ml100k(
     if split in ("u1", "u2", "u3", "u4", "u5"):
         require_files(NAME, root, [f"{split}.test"])
         test_p = root / f"{split}.test"
-        train, test, base_note = _grouplens_split(everything, encode, test_p, len(imap))
+        train, test, base_note = _grouplens_split(everything, encode, inter_path, test_p,
+                                                   len(imap))
         used.append(test_p)
         split_desc = f"GroupLens {split}: {split}.test, train = the other ratings"
         if base_note:
