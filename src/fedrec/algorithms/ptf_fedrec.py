@@ -53,8 +53,8 @@ No model parameter ever crosses the network: the server's graph model (NGCF or L
 Randomness: every client draw (negatives, beta, gamma, the subsets, batch order, LDP noise, its
 private model's initialisation) is a counter-based function of (the client's secret key, round,
 item or position), never of the cohort nor of the public seed (which would let the server replay
-them: :mod:`fedrec.attacks.seed_replay`), so the cohort's training is vectorised (stacked per-client NeuMF parameters, ``bmm``, one backward pass
-per local step; :class:`~fedrec.models.ncf.StackedAdam` keeps each client's own Adam state and
+them: :mod:`fedrec.attacks.seed_replay`), so the cohort's training is vectorised (stacked
+per-client NeuMF parameters, ``bmm``, one backward pass per local step; :class:`~fedrec.models.ncf.StackedAdam` keeps each client's own Adam state and
 step count, a fresh optimiser per round as in per-round local training). Item embedding rows use
 lazy (SparseAdam-style) updates: a row is updated only at steps where it is in the client's
 batch. A client's item rows that were never trained are not stored; they are regenerated from
