@@ -54,11 +54,12 @@ Randomness: every client draw (negatives, beta, gamma, the subsets, batch order,
 private model's initialisation) is a counter-based function of (the client's secret key, round,
 item or position), never of the cohort nor of the public seed (which would let the server replay
 them: :mod:`fedrec.attacks.seed_replay`), so the cohort's training is vectorised (stacked
-per-client NeuMF parameters, ``bmm``, one backward pass per local step; :class:`~fedrec.models.ncf.StackedAdam` keeps each client's own Adam state and
-step count, a fresh optimiser per round as in per-round local training). Item embedding rows use
-lazy (SparseAdam-style) updates: a row is updated only at steps where it is in the client's
-batch. A client's item rows that were never trained are not stored; they are regenerated from
-the counter-based initialisation.
+per-client NeuMF parameters, ``bmm``, one backward pass per local step;
+:class:`~fedrec.models.ncf.StackedAdam` keeps each client's own Adam state and step count, a
+fresh optimiser per round as in per-round local training). Item embedding rows use lazy
+(SparseAdam-style) updates: a row is updated only at steps where it is in the client's batch. A
+client's item rows that were never trained are not stored; they are regenerated from the
+counter-based initialisation.
 
 Evaluation (``evaluate``): the server model is ranked over all items each user has not trained
 on (``Recall@K``, ``NDCG@K``, ... via :func:`fedrec.metrics.evaluate_topk`; the train/test
