@@ -10,19 +10,22 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedrec.algorithms.fcf import FCFConfig, build_fcf
+from fedrec.algorithms.base import FederatedTrainer
+from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
 from fedrec.config import build_config
 from fedrec.data import InteractionDataset, RatingDataset
 from fedrec.federation import SERVER, role_of
-from fedrec.federation.rng import derive_seed
+from fedrec.federation.secrets import ClientSecrets
 from fedrec.models.mf import sample_negatives
 
 CPU = torch.device("cpu")
+SECRETS = ClientSecrets(bytes(range(32)))
 
 
 def _trainer(ds, dataset_name: str, **overrides):
     cfg = build_config(FCFConfig, "fcf", dataset_name, overrides=overrides)
-    return build_fcf(cfg, ds, CPU), cfg
+    # One client secret for every trainer: the comparisons are draw for draw.
+    return FederatedTrainer(build_fcf_job(cfg, ds, CPU), cfg, CPU, SECRETS), cfg
 
 
 def _train(trainer, rounds: int, start: int = 1) -> list[dict]:
@@ -133,8 +136,10 @@ def _reference_implicit(cfg, data, user, rnd, p, q, num_items):
     pos = torch.tensor(data.train_items, dtype=torch.int64)
     n = len(pos)
     keys = torch.sort(user * num_items + pos).values  # this user's positives only
-    neg = sample_negatives(derive_seed(cfg.seed, rnd, "fcf-negatives"),
-                           torch.full((n,), user), torch.arange(n), num_items, keys)
+    # The client's negatives come from its own secret (never the public seed).
+    key = SECRETS.party(user).seed(rnd, "fcf-negatives")
+    neg = sample_negatives(torch.full((n,), key), torch.full((n,), user), torch.arange(n),
+                           num_items, keys)
     p = p.clone().requires_grad_(True)
     for _ in range(cfg.local_steps):
         loss = -F.logsigmoid((q[pos] - q[neg]) @ p).mean() + cfg.reg * (p @ p)

@@ -11,14 +11,17 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgnn import FedGNNConfig, FedGNNServer, build_fedgnn, build_fedgnn_job
+from fedrec.algorithms.fedgnn import FedGNNConfig, FedGNNServer, build_fedgnn_job
 from fedrec.data import load_dataset
 from fedrec.federation.message import SERVER, THIRD_PARTY, Message
+from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import gnn
 from fedrec.privacy import fedgnn_ldp_epsilon
 
 torch.set_num_threads(2)
 DATA = Path(os.environ.get("FEDREC_DATA", "/work/shared/datasets"))
+
+SECRETS = ClientSecrets(bytes(range(32)))
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,9 @@ def make(ds, **kw):
     base.update(kw)
     cfg = FedGNNConfig(**base)
     cfg.validate()
-    tr = build_fedgnn(cfg, ds, torch.device("cpu"))
+    # One client secret for every trainer: tests compare runs draw for draw.
+    tr = FederatedTrainer(build_fedgnn_job(cfg, ds, torch.device("cpu")), cfg,
+                          torch.device("cpu"), SECRETS)
     return tr, tr.runtime, tr.job.server
 
 
@@ -187,7 +192,7 @@ def _first_users_trainer(ds, cfg: FedGNNConfig, users: int = 200) -> FederatedTr
     job.client_data = {u: d for u, d in job.client_data.items() if u < users}
     job.server = FedGNNServer(cfg, ds.num_items, len(job.client_data))
     job.client_logic.template = job.server.params
-    return FederatedTrainer(job, cfg, torch.device("cpu"))
+    return FederatedTrainer(job, cfg, torch.device("cpu"), SECRETS)
 
 
 def test_training_reduces_rmse_and_privacy_report(ds) -> None:

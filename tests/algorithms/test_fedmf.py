@@ -13,22 +13,32 @@ import torch
 from phe import PaillierPrivateKey
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedmf import FedMFConfig, FedMFServer, build_fedmf
+from fedrec.algorithms.base import FederatedTrainer
+from fedrec.algorithms.fedmf import FedMFConfig, FedMFServer, build_fedmf_job
 from fedrec.config import build_config
 from fedrec.data import RatingDataset
 from fedrec.errors import ConfigError
 from fedrec.federation import SERVER, Message
 from fedrec.federation.codec import iter_float_arrays, payload_size
+from fedrec.federation.secrets import ClientSecrets
 from fedrec.privacy.paillier import EncryptedArray
 
 CPU = torch.device("cpu")
+SECRETS = ClientSecrets(bytes(range(32)))
 RES = 2.0**-32  # the fixed-point resolution of fedrec.privacy.paillier
 
 
 def _trainer(ds: RatingDataset, **overrides):
     base = {"key_bits": 512, "dim": 4, "clients_per_round": 3, "lr": 0.05}
     cfg = build_config(FedMFConfig, "fedmf", "ml-100k", overrides={**base, **overrides})
-    return build_fedmf(cfg, ds, CPU), cfg
+    # One client secret for every trainer: runs are compared draw for draw.
+    return FederatedTrainer(build_fedmf_job(cfg, ds, CPU), cfg, CPU, SECRETS), cfg
+
+
+def client_keys(trainer):
+    """The key pair the clients share (derived from their role secret)."""
+    rt = trainer.runtime
+    return trainer.job.client_logic.keys(rt._context(rt.client_ids[0], "keys"))
 
 
 @dataclass
@@ -47,14 +57,14 @@ def _run_one_round(ds: RatingDataset, **overrides) -> Round:
     data = trainer.job.client_data
     init = {}
     for u in trainer.runtime.client_ids:  # the user factors every client starts from
-        state = logic.init_state(u, data[u])
+        state = logic.init_state(u, data[u], SECRETS.party(u))
         init[u] = (state["p"].clone(), state["b"].clone())
     seen: list[Message] = []
     trainer.runtime.observers.append(seen.append)
     trainer.train_round(1)
-    _, private = logic.keys
+    _, private = client_keys(trainer)
     down = next(m for m in seen if m.step == "train" and m.sender == SERVER)
-    public = logic.keys[0]
+    public = client_keys(trainer)[0]
     before = EncryptedArray.from_wire(public, down.payload["table"]).decrypt(private)
     after = trainer.job.server.table.decrypt(private)
     return Round(trainer, cfg, seen, before, after, init)
@@ -95,8 +105,8 @@ def test_one_round_is_the_plaintext_sgd_step(full_round: Round, ml100k: RatingDa
     uploads = {m.sender: m.payload for m in full_round.seen
                if m.step == "train" and m.receiver == SERVER}
     assert len(uploads) == cfg.clients_per_round
-    _, private = tr.job.client_logic.keys
-    public = tr.job.client_logic.keys[0]
+    _, private = client_keys(tr)
+    public = client_keys(tr)[0]
     expected = v0.copy()
     own_sum = np.zeros_like(v0)
     for u, up in uploads.items():
@@ -130,8 +140,8 @@ def test_server_never_sees_a_plaintext_gradient(full_round: Round, ml100k: Ratin
     assert len(key_msgs) == 1 and set(key_msgs[0].payload) == {"n"}
     assert len(key_msgs[0].payload["n"]) == cfg.key_bits // 8  # n, nothing more
     shape = (ml100k.num_items, cfg.dim + 1, width)
-    _, private = tr.job.client_logic.keys
-    public = tr.job.client_logic.keys[0]
+    _, private = client_keys(tr)
+    public = client_keys(tr)[0]
     for m in to_server:
         assert not list(iter_float_arrays(m.payload)), m.step  # not a single float
     uploads = [m for m in to_server if m.step == "train"]
@@ -178,7 +188,7 @@ def test_part_mode_same_table_and_names_rated_items(
     # Resuming from a checkpointed state gives the same encrypted table and model.
     fresh, _ = _trainer(ml100k, upload="part")
     fresh.load_state_dict(part.trainer.state_dict())
-    _, private = part.trainer.job.client_logic.keys
+    _, private = client_keys(part.trainer)
     np.testing.assert_array_equal(fresh.job.server.table.decrypt(private), part.table_after)
     assert fresh.job.server.table.to_wire().tobytes() == part.trainer.job.server.table.to_wire(
     ).tobytes()

@@ -38,8 +38,11 @@ import pytest
 from fedrec.engines.common import simulate
 from fedrec.engines.flower.deploy import LOOPBACK, DeployError, Deployment, deploy, free_port
 from fedrec.engines.flower.node import node_share
+from fedrec.federation.secrets import ClientSecrets
 
 USERS = 40
+# One client secret for the deployment and the simulator: compared draw for draw.
+SECRETS = ClientSecrets(bytes(range(32)))
 FCF = {"rounds": 2, "eval_every": 1, "dim": 16}
 FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pseudo_items": 50,
           "neighbours": 4, "expand_after": 0}
@@ -48,7 +51,7 @@ KILL = dict(FCF, eval_every=2)
 
 def _run(data_root, algorithm: str, overrides: dict, watch, straggler: float) -> dict:
     return deploy(algorithm, "ml-100k", data_dir=data_root, overrides=overrides,
-                  max_users=USERS, nodes=3, timeout=600, call_timeout=300,
+                  max_users=USERS, client_secrets=SECRETS, nodes=3, timeout=600, call_timeout=300,
                   straggler_timeout=straggler, on_round=watch)
 
 
@@ -83,7 +86,7 @@ def test_fcf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> N
     results, watches = runs
     res = results["fcf"]
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=FCF,
-                   max_users=USERS).to_json()
+                   max_users=USERS, client_secrets=SECRETS).to_json()
     assert res["engine"]["nodes"] == 3 and res["engine"]["clients"] == USERS
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert deploy_helpers.rel_diff(a["eval"], b["eval"]) <= 1e-12
@@ -98,7 +101,7 @@ def test_fedgnn_deployment_with_third_party_node_equals_simulator(
     results, watches = runs
     res = results["fedgnn"]
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=FEDGNN,
-                   max_users=USERS).to_json()
+                   max_users=USERS, client_secrets=SECRETS).to_json()
     assert res["engine"]["nodes"] == 4  # 3 client SuperNodes + the third party's
     assert res["history"][0]["train"]["expanded"] == 1.0
     for a, b in zip(res["history"], sim["history"], strict=True):

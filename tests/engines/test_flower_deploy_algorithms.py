@@ -37,8 +37,11 @@ from fedrec.algorithms.ptf_fedrec import ptf_instruments
 from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve, simulate
 from fedrec.engines.flower.deploy import deploy
 from fedrec.errors import ConfigError
+from fedrec.federation.secrets import ClientSecrets
 
 USERS = 40
+# One client secret for the deployment and the simulator: compared draw for draw.
+SECRETS = ClientSecrets(bytes(range(32)))
 PTF = {"rounds": 2, "eval_every": 1, "local_epochs": 1, "server_epochs": 1}
 FEDAVG = {"rounds": 2, "eval_every": 1, "local_epochs": 1}
 FEDMF = {"rounds": 2, "eval_every": 1, "key_bits": 512, "clients_per_round": 3, "dim": 4,
@@ -53,8 +56,9 @@ def runs(ml100k_root, deploy_helpers):
     def run(alg: str) -> dict:
         overrides, oracle = JOBS[alg]
         return deploy(alg, "ml-100k", data_dir=ml100k_root, overrides=overrides,
-                      max_users=USERS, nodes=3, timeout=600, call_timeout=300,
-                      straggler_timeout=0.0, on_round=watches[alg], experimenter_oracle=oracle)
+                      max_users=USERS, client_secrets=SECRETS, nodes=3, timeout=600,
+                      call_timeout=300, straggler_timeout=0.0, on_round=watches[alg],
+                      experimenter_oracle=oracle)
 
     with cf.ThreadPoolExecutor(len(JOBS)) as pool:
         futs = {alg: pool.submit(run, alg) for alg in JOBS}
@@ -66,7 +70,7 @@ def _compare(alg: str, runs, root, helpers, tol: float) -> tuple[dict, dict]:
     results, watches = runs
     res = results[alg]
     sim = simulate(alg, "ml-100k", data_dir=root, overrides=JOBS[alg][0],
-                   max_users=USERS).to_json()
+                   max_users=USERS, client_secrets=SECRETS).to_json()
     assert res["engine"]["nodes"] == 3 and res["engine"]["clients"] == USERS
     assert res["engine"]["experimenter_oracle"] == JOBS[alg][1]
     for a, b in zip(res["history"], sim["history"], strict=True):

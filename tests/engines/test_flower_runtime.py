@@ -20,13 +20,16 @@ import torch
 from fedrec.algorithms.fedgnn import FedGNNConfig
 from fedrec.config import to_dict
 from fedrec.engines.common import resolve, simulate
-from fedrec.engines.flower.deploy import encode_config
+from fedrec.engines.flower.deploy import SECRET_KEY, encode_config, node_roots
 from fedrec.engines.flower.envelope import from_content, to_content
 from fedrec.engines.flower.node import NodeHost, node_share
 from fedrec.engines.flower.server import run_server
 from fedrec.federation.rng import torch_generator
+from fedrec.federation.secrets import ClientSecrets
 
 USERS = 40  # ML-100K users 0..39: a few dozen clients
+# One client secret for the Flower run and the simulator: compared draw for draw.
+SECRETS = ClientSecrets(bytes(range(32)))
 FCF = {"rounds": 2, "eval_every": 1, "dim": 16}
 FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pseudo_items": 50,
           "neighbours": 4, "expand_after": 0}
@@ -90,9 +93,11 @@ def local_run(tmp_path, data_root, algorithm: str, overrides: dict, nodes: int =
     rc = {"algorithm": algorithm, "dataset": "ml-100k", "config": encode_config(to_dict(cfg)),
           "max-users": USERS, "num-nodes": nodes + len(services), "out-dir": str(tmp_path),
           "connect-timeout": 5.0, "call-timeout": 2.0, "straggler-timeout": 0.5}
+    roots = node_roots(SECRETS, services)
     configs = {100 + i: {"role": "client", "partition-id": i, "num-partitions": nodes,
-                         "data-dir": str(data_root)} for i in range(nodes)}
-    configs.update({900 + k: {"role": r} for k, r in enumerate(services)})
+                         "data-dir": str(data_root), SECRET_KEY: roots["client"]}
+               for i in range(nodes)}
+    configs.update({900 + k: {"role": r, SECRET_KEY: roots[r]} for k, r in enumerate(services)})
     grid = LocalGrid(rc, configs, kill)
     return run_server(grid, rc), grid
 
@@ -100,7 +105,7 @@ def local_run(tmp_path, data_root, algorithm: str, overrides: dict, nodes: int =
 def test_fcf_equals_simulator(tmp_path, ml100k_root) -> None:
     res, grid = local_run(tmp_path, ml100k_root, "fcf", FCF)
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=FCF,
-                   max_users=USERS).to_json()
+                   max_users=USERS, client_secrets=SECRETS).to_json()
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert rel_diff(a["eval"], b["eval"]) <= 1e-12
         assert a["train"] == b["train"] and a["communication"] == b["communication"]
@@ -117,7 +122,7 @@ def test_fcf_equals_simulator(tmp_path, ml100k_root) -> None:
 def test_fedgnn_equals_simulator_and_relay_sees_only_ciphertext(tmp_path, ml100k_root) -> None:
     res, grid = local_run(tmp_path, ml100k_root, "fedgnn", FEDGNN, services=("third_party",))
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=FEDGNN,
-                   max_users=USERS).to_json()
+                   max_users=USERS, client_secrets=SECRETS).to_json()
     assert res["history"][0]["train"]["expanded"] == 1.0
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert rel_diff(a["eval"], b["eval"]) <= 1e-6

@@ -23,6 +23,14 @@ ROOT = bytes(range(32))
 CPU = torch.device("cpu")
 
 
+def test_a_service_root_derives_no_client_secret():
+    root = ClientSecrets(ROOT)
+    service = root.for_service("third_party")
+    assert service.given and service.root_bytes() != ROOT
+    assert service.party(3) != root.party(3)
+    assert root.for_service("server").party("server") != service.party("server")
+
+
 def test_party_secrets_are_keyed_by_root_and_party():
     a, b = ClientSecrets(ROOT), ClientSecrets(ROOT)
     assert a.party(3) == b.party(3)
@@ -92,16 +100,20 @@ def test_server_side_cannot_reach_the_secrets(ml100k):
     trainer = _fedgnn_trainer(ml100k, ROOT)
     wire = b"".join(_uploads(trainer).values())
     secrets = ClientSecrets(ROOT)
-    keys = [ROOT] + [secrets.party(p).key_bytes() for p in [*trainer.runtime.client_ids,
-                                                             "third_party"]]
+    third = secrets.for_service("third_party")
+    keys = [ROOT, third.root_bytes(), third.party("third_party")._key]
     keys += [secrets.party(p)._key for p in trainer.runtime.client_ids]
+    keys += [secrets.party(p).key_bytes() for p in trainer.runtime.client_ids]
     server_state = io.BytesIO()
     torch.save(trainer.job.server.state_dict(), server_state)
     report = json.dumps(trainer.privacy_report(), default=str).encode()
     for blob in (wire, server_state.getvalue(), report, pickle.dumps(trainer.job.server)):
         assert not any(k in blob for k in keys)
-    public = {k: v for k, v in vars(trainer.runtime).items() if not k.startswith("_")}
+    public = {k: v for k, v in vars(trainer.runtime).items()
+              if not k.startswith("_") and k != "server_secret"}
     assert not any(isinstance(v, ClientSecrets | PartySecret) for v in public.values())
+    # The server's own secret is none of the others'.
+    assert trainer.runtime.server_secret._key not in keys
     # The orchestrator holds no reference to the runtime's secrets either.
     assert not any(isinstance(v, ClientSecrets | PartySecret)
                    for v in vars(trainer.job.server).values())

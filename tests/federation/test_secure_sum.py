@@ -25,18 +25,21 @@ import pytest
 import torch
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from fedrec.algorithms.fcf import FCFConfig, build_fcf
+from fedrec.algorithms.base import FederatedTrainer
+from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
 from fedrec.config import build_config
 from fedrec.engines.common import load_sliced
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation import SERVER
 from fedrec.federation.runtime import seed_everything
+from fedrec.federation.secrets import ClientSecrets
 from fedrec.federation.secure_sum import SECAGG_STEPS, secure_sum_config, threshold_count
 from fedrec.privacy.prg import prg_accumulate
 from fedrec.privacy.secagg import _MASK_INFO, _kdf, _mask_sign, _pair
 
 USERS = 40
 CPU = torch.device("cpu")
+SECRETS = ClientSecrets(bytes(range(32)))
 BASE = {"dim": 8, "rounds": 3}
 
 
@@ -50,7 +53,8 @@ def ds(data_root):
 def _trainer(ds, **overrides):
     cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides=dict(BASE, **overrides))
     seed_everything(cfg.seed)
-    return build_fcf(cfg, ds, CPU), cfg
+    # One client secret for every trainer: the comparisons are draw for draw.
+    return FederatedTrainer(build_fcf_job(cfg, ds, CPU), cfg, CPU, SECRETS), cfg
 
 
 def _train(trainer, rounds: int) -> list[dict]:

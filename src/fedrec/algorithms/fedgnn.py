@@ -519,11 +519,13 @@ class FedGNNServer(ServerLogic):
     def expand(self, rt: Runtime) -> None:
         """Algorithm 2: key to clients, tokens+embeddings to the third party, neighbours back.
 
-        The key is fresh from the OS CSPRNG at every expansion (never from the public seed, from
-        which the third party could tokenise every item and read each client's items); the
-        matching does not depend on its value, so runs stay reproducible.
+        The key comes from the server's own secret (``rt.server_secret``), never from the public
+        seed, from which the third party could tokenise every item and read each client's
+        items; the matching does not depend on its value (groups are numbered by first
+        appearance), so the same job gives the same results on every engine.
         """
-        key = np.frombuffer(ItemTokenizer.generate_key(), dtype=np.uint8).copy()
+        raw = rt.server_secret.key_bytes(rt.round, "fedgnn-expansion-key", size=32)  # AES-256
+        key = np.frombuffer(raw, dtype=np.uint8).copy()
         clients = list(rt.client_ids)
         rt.broadcast("expand_key", clients, {"key": key})
         rt.call("expand_match", {THIRD_PARTY: {}})

@@ -110,6 +110,9 @@ class Runtime(ABC):
 
     ledger: CommunicationLedger
     round: int = 0
+    #: The orchestrator's own secret, for the server's draws that other services must not
+    #: predict (FedGNN's expansion key): no client's or service's secret derives from it.
+    server_secret: PartySecret
 
     @property
     @abstractmethod
@@ -202,6 +205,7 @@ class InProcessRuntime(Runtime):
         self.device = torch.device(device)
         self.__secrets = client_secrets or ClientSecrets()
         self.__party_secrets: dict[PartyId, PartySecret] = {}
+        self.server_secret = self.__secrets.for_service(SERVER).party(SERVER)
         self.ledger = CommunicationLedger()
         self.observers: list[Observer] = []
         self.states: dict[PartyId, dict[str, Any]] = {}
@@ -252,16 +256,18 @@ class InProcessRuntime(Runtime):
             logic = self.client_logic
         else:
             logic, data = self.services[role_of(party)]
+        role = role_of(party)
+        # Clients derive from the root; a service from its own root (what its node is given).
+        root = self.__secrets if role == "client" else self.__secrets.for_service(role)
         secret = self.__party_secrets.get(party)
         if secret is None:
-            secret = self.__party_secrets[party] = self.__secrets.party(party)
+            secret = self.__party_secrets[party] = root.party(party)
         if party not in self.states:
             self.states[party] = logic.init_state(party, data, secret)
         inbox = self._inbox.pop(party, [])
         return PartyContext(
             party=party, data=data, state=self.states[party], round=self.round, step=step,
-            secret=secret, role_secret=self.__secrets.role(role_of(party)), inbox=inbox,
-            device=self.device,
+            secret=secret, role_secret=root.role(role), inbox=inbox, device=self.device,
         )
 
     def _responsive(self, party: PartyId) -> bool:
@@ -334,6 +340,7 @@ class InProcessRuntime(Runtime):
         self.__secrets = ClientSecrets(root)
         self.__secrets.given = bool(state.get("secret_given", True))
         self.__party_secrets = {}
+        self.server_secret = self.__secrets.for_service(SERVER).party(SERVER)
         self.states = unpack_states(state["states"])
         self.ledger.load_state_dict(state["ledger"])
 

@@ -14,7 +14,10 @@ replay the draws and subtract the noise. Instead:
   that party's :class:`~fedrec.federation.runtime.PartyContext` and ``init_state``: one party's
   draws never depend on another's, and knowing one party's secret tells nothing of the others';
 * the parties of one role share ``PartySecret(HMAC(root, ("role", role)))``, for what all
-  clients must agree on without the server (FedMF's shared Paillier key pair).
+  clients must agree on without the server (FedMF's shared Paillier key pair);
+* a service party (FedGNN's third party) and the server's own draws (FedGNN's expansion key,
+  which the third party must not know) use the root ``HMAC(root, ("service", role))``
+  (:meth:`ClientSecrets.for_service`): a service's node is given that root, never the clients'.
 
 Guarantee: for a uniformly random root, the derived secrets are pseudorandom (BLAKE2b as a PRF)
 to anyone without the root, so a server holding the config, the seed and every message cannot
@@ -163,3 +166,12 @@ class ClientSecrets:
         """The secret every party of ``role`` shares (not the server's: it has no root)."""
         return PartySecret(hashlib.blake2b(repr(("role", role)).encode(), key=self._root,
                                            digest_size=ROOT_BYTES).digest())
+
+    def for_service(self, role: str) -> ClientSecrets:
+        """The root handed to the parties of service ``role`` (a third party, the server's own
+        draws): derived one way from this root, so a service holding it cannot derive any
+        client's secret (the clients, who hold this root, can derive it)."""
+        derived = ClientSecrets(hashlib.blake2b(repr(("service", role)).encode(),
+                                                key=self._root, digest_size=ROOT_BYTES).digest())
+        derived.given = self.given
+        return derived

@@ -67,6 +67,14 @@ __all__ = ["client_app", "server_app"]
 '''
 
 
+def node_roots(secrets: ClientSecrets, roles: Sequence[str]) -> dict[str, str]:
+    """The root (hex) each kind of SuperNode is given: the clients' root to client nodes, a
+    one-way derived root to each service's node (which cannot derive any client's secret);
+    the simulator derives its parties' secrets the same way."""
+    return {"client": secrets.root_bytes().hex(),
+            **{r: secrets.for_service(r).root_bytes().hex() for r in roles}}
+
+
 class DeployError(FedrecError):
     """The deployment did not finish (a process failed, or it timed out)."""
 
@@ -295,9 +303,10 @@ def deploy(
     ServerApp's results (``fedrec run``'s results.json plus an ``engine`` section).
 
     ``client_secrets``: the experimenter's root of the non-server parties' randomness (fresh
-    entropy when None), given to every client and service SuperNode in its own node config
-    (``client-secret``), never to the SuperLink or the ServerApp. One root for all of them is
-    what the simulator does, and lets clients agree on shared keys (FedMF's key pair)."""
+    entropy when None), given to every client SuperNode in its own node config
+    (``client-secret``; a service's node gets its one-way derived root, :func:`node_roots`),
+    never to the SuperLink or the ServerApp. One root for all clients is what the simulator
+    does, and lets clients agree on shared keys (FedMF's key pair)."""
     say = log or (lambda _m: None)
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
     if spec.build_job is None:
@@ -358,11 +367,12 @@ def deploy(
         (home / "config.toml").write_text(
             f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
             f'address = "{LOOPBACK}:{link_port}"\ninsecure = true\n')
-        secret = (f" {SECRET_KEY}="
-                  f"{_toml_str((client_secrets or ClientSecrets()).root_bytes().hex())}")
+        roots = node_roots(client_secrets or ClientSecrets(), roles)
         node_specs = [(f"supernode-{i}", f'role="client" partition-id={i} num-partitions={nodes}'
-                       f" data-dir={_toml_str(str(data_root))}{secret}") for i in range(nodes)]
-        node_specs += [(f"supernode-{r}", f"role={_toml_str(r)}{secret}") for r in roles]
+                       f" data-dir={_toml_str(str(data_root))} {SECRET_KEY}="
+                       f"{_toml_str(roots['client'])}") for i in range(nodes)]
+        node_specs += [(f"supernode-{r}", f"role={_toml_str(r)} {SECRET_KEY}="
+                        f"{_toml_str(roots[r])}") for r in roles]
         for name, node_config in node_specs:
             node, port = dep.start_listening(name, lambda port, node_config=node_config: [
                 str(bindir / "flower-supernode"), "--insecure", "--superlink",

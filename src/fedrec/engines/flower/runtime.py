@@ -20,6 +20,7 @@ request order), so that an orchestrator summing them adds the same numbers in th
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -33,6 +34,7 @@ from fedrec.federation.codec import Payload, all_finite, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import SERVER, Message, PartyId, role_of
 from fedrec.federation.runtime import Observer, Runtime, sample_cohort
+from fedrec.federation.secrets import ROOT_BYTES, PartySecret
 
 Log = Callable[[str], None]
 
@@ -87,6 +89,8 @@ class FlowerRuntime(Runtime):
         self.ledger = CommunicationLedger()
         self.wire = WireStats()
         self.observers: list[Observer] = []
+        # The ServerApp's own secret: fresh, held by this process only (see Runtime).
+        self.server_secret = PartySecret(os.urandom(ROOT_BYTES))
         self.round = 0
         self.node_of: dict[PartyId, int] = {}
         self.meta: dict[str, Any] | None = None

@@ -42,7 +42,13 @@ from typing import Any
 from fedrec.config import to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
-from fedrec.engines.flower.deploy import SECRET_KEY, DeployError, Deployment, encode_config
+from fedrec.engines.flower.deploy import (
+    SECRET_KEY,
+    DeployError,
+    Deployment,
+    encode_config,
+    node_roots,
+)
 from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets
 
@@ -50,21 +56,22 @@ DATA_DIR_KEY = "sim-data-dir"
 
 
 def sim_node_config(node_config: dict[str, Any], run_config: dict[str, Any], nodes: int,
-                    roles: Sequence[str], secret_hex: str) -> dict[str, Any]:
+                    roles: Sequence[str], roots: dict[str, str]) -> dict[str, Any]:
     """The deployment's node config of the virtual SuperNode with the engine's ``node_config``
-    (``partition-id`` over all ``nodes + len(roles)`` virtual SuperNodes); ``secret_hex`` is the
-    experimenter's client secret, which only the ClientApp wrapper holds."""
+    (``partition-id`` over all ``nodes + len(roles)`` virtual SuperNodes); ``roots`` are the
+    nodes' secrets (:func:`~fedrec.engines.flower.deploy.node_roots`), which only the ClientApp
+    wrapper holds."""
     pid = int(node_config["partition-id"])
     if pid < nodes:
         return {"role": "client", "partition-id": pid, "num-partitions": nodes,
-                "data-dir": str(run_config[DATA_DIR_KEY]), SECRET_KEY: secret_hex}
+                "data-dir": str(run_config[DATA_DIR_KEY]), SECRET_KEY: roots["client"]}
     if pid - nodes < len(roles):
-        return {"role": roles[pid - nodes], SECRET_KEY: secret_hex}
+        return {"role": roles[pid - nodes], SECRET_KEY: roots[roles[pid - nodes]]}
     raise ConfigError(f"virtual SuperNode {pid} has no role ({nodes} clients, roles {roles})")
 
 
 def simulation_apps(run_config: dict[str, Any], nodes: int, roles: Sequence[str],
-                    secret_hex: str):
+                    roots: dict[str, str]):
     """A ServerApp and a ClientApp that give fedrec's apps the deployment's contexts (the
     client secret goes into the ClientApp's node configs only, as on a deployment)."""
     from flwr.app import Context
@@ -90,7 +97,7 @@ def simulation_apps(run_config: dict[str, Any], nodes: int, roles: Sequence[str]
     def _query(msg, context):
         from fedrec.engines.flower.node import client_app
 
-        nc = sim_node_config(dict(context.node_config), rc, nodes, roles, secret_hex)
+        nc = sim_node_config(dict(context.node_config), rc, nodes, roles, roots)
         # Same state object: what the app writes persists in the engine's node context.
         return client_app(msg, Context(run_id=context.run_id, node_id=context.node_id,
                                        node_config=nc, state=context.state,
@@ -107,7 +114,7 @@ def _child(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     logging.getLogger("flwr").setLevel(logging.INFO)
     server, client = simulation_apps(spec["run_config"], spec["nodes"], spec["roles"],
-                                     spec["client_secret"])
+                                     spec["roots"])
     run_simulation(server_app=server, client_app=client,
                    num_supernodes=spec["nodes"] + len(spec["roles"]),
                    backend_config=spec["backend_config"])
@@ -173,10 +180,9 @@ def simulate_on_flower(
                       "_temp_dir": str(ray_dir), "object_store_memory": 128 * 2**20},
     }
     spec_file = work / "spec.json"
-    secret_hex = (client_secrets or ClientSecrets()).root_bytes().hex()
+    roots = node_roots(client_secrets or ClientSecrets(), roles)
     spec_file.write_text(json.dumps({"run_config": run_config, "nodes": nodes, "roles": roles,
-                                     "backend_config": backend_config,
-                                     "client_secret": secret_hex}))
+                                     "backend_config": backend_config, "roots": roots}))
     spec_file.chmod(0o600)
     env = dict(os.environ)
     env.update(FLWR_TELEMETRY_ENABLED="0", FLWR_HOME=str(work / "flwr-home"),
