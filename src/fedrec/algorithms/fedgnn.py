@@ -135,6 +135,8 @@ from fedrec.privacy import (
     fedgnn_ldp_epsilon,
 )
 
+PSEUDO_SETS = ("per_round", "fixed", "fixed_coupled", "fixed_copy")
+
 
 @dataclass
 class GNNModelConfig(RunConfig):
@@ -164,6 +166,7 @@ class FedGNNConfig(GNNModelConfig):
     lr_user: float = 0.5
     local_steps: int = 1
     pseudo_items: int = 1000
+    pseudo_set: str = "per_round"  # per_round | fixed | fixed_coupled | fixed_copy (docstring)
     clip: float = 0.1
     laplace: float = 0.2
     neighbours: int = 100
@@ -183,6 +186,7 @@ class FedGNNConfig(GNNModelConfig):
         check_range("lr_user", self.lr_user, 0.0)
         check_range("local_steps", self.local_steps, 1)
         check_range("pseudo_items", self.pseudo_items, 0)
+        check_choice("pseudo_set", self.pseudo_set, PSEUDO_SETS)
         check_range("clip", self.clip, 0.0)
         check_range("laplace", self.laplace, 0.0)
         if self.laplace > 0 and self.clip <= 0:
@@ -358,26 +362,50 @@ class FedGNNClient(PartyLogic):
 
     def pseudo(self, ctx: PartyContext, real_items: torch.Tensor, real_grads: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``M`` unrated items and Gaussian gradients with the real rows' mean and covariance."""
+        """``M`` unrated items and Gaussian gradients with the real rows' mean and covariance.
+
+        ``pseudo_set`` decides what is redrawn each round (module docstring): ``per_round``
+        draws the ids and the mixing coefficients ``Z`` afresh; ``fixed`` keeps the ids and
+        redraws ``Z``; ``fixed_coupled`` keeps both; ``fixed_copy`` keeps the ids and gives each
+        a real item whose row it copies (each real item copied ``M // K`` or one more times).
+        What is kept comes from a generator re-seeded every round by :meth:`_pseudo_key`, the
+        client's own secret."""
         k = len(real_items)
         m = min(self.cfg.pseudo_items, self.num_items - k)
         if m <= 0 or k == 0:
             return real_items[:0], real_grads[:0]
+        mode = self.cfg.pseudo_set
         gen = ctx.generator("pseudo")
+        kept = gen if mode == "per_round" else torch.Generator().manual_seed(
+            self._pseudo_key(ctx))
         rated = torch.zeros(self.num_items, dtype=torch.bool)
         rated[real_items] = True
         rated[torch.from_numpy(ctx.data.train_items.astype(np.int64))] = True
         m = min(m, int((~rated).sum()))
-        perm = torch.randperm(self.num_items, generator=gen)
+        perm = torch.randperm(self.num_items, generator=kept)
         ids = perm[~rated[perm]][:m]
+        if mode == "fixed_copy":  # balanced: with M >= K, every real row has copies
+            src = torch.randperm(k, generator=kept).repeat(m // k + 1)[:m]
+            return ids, real_grads[src]
         mean = real_grads.mean(0)
-        z = torch.randn(m, k, generator=gen)
+        # Rows follow the order of ctx.data.train_items, the same every round: a kept Z ties
+        # each pseudo row to the same combination of the same real items in every round.
+        z = torch.randn(m, k, generator=kept if mode == "fixed_coupled" else gen)
         dev = (real_grads - mean) / math.sqrt(max(k - 1, 1))
         # Linear in the real rows on purpose: a D x D factor of the covariance (QR, Cholesky)
         # would need fewer draws for K > D, but as a non-linear function of the rows it turns
         # an ulp of difference in the gradients (another engine's padding) into different
         # pseudo rows (measured: simulator vs Flower 1.5e-5 apart after 3 rounds, not ~1e-9).
         return ids, torch.addmm(mean, z, dev)
+
+    @staticmethod
+    def _pseudo_key(ctx: PartyContext) -> int:
+        """The client's pseudo-set key: drawn from its own randomness the first round it trains
+        and kept in its private state (one integer, not M ids and an M x K matrix per client),
+        so the kept draws are as secret as ``ctx.rng`` is."""
+        if "pseudo_key" not in ctx.state:
+            ctx.state["pseudo_key"] = int(ctx.rng("pseudo-key").integers(2**63))
+        return ctx.state["pseudo_key"]
 
     def _protect(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
                  g_items: torch.Tensor, loss: float) -> Payload:
