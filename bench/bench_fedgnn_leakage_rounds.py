@@ -2,7 +2,8 @@
 
     FEDREC_DATA=/work/shared/datasets python bench/bench_fedgnn_leakage_rounds.py --threads 1 \
         [--rounds 100] [--max-users 200] [--clients-per-round 64] \
-        [--modes per_round,fixed,fixed_coupled] [--ldp on,off] [--out results/fedgnn-leakage-rounds]
+        [--modes per_round,fixed,fixed_coupled,fixed_copy] [--ldp on,off] \
+        [--out results/fedgnn-leakage-rounds]
 
 Runs FedGNN with its configured ML-100K settings (``configs/fedgnn.yaml``: M 1000, the tuned
 learning rates, the graph expansion), overriding only ``pseudo_set``, the privacy (``on``: clip
@@ -30,6 +31,7 @@ import torch
 
 from fedrec.algorithms.fedgnn import PSEUDO_SETS, FedGNNConfig, build_fedgnn
 from fedrec.attacks import CrossRoundAttack
+from fedrec.attacks.cross_round import CONSISTENCY_STATISTICS
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.engines.common import slice_users
@@ -39,14 +41,15 @@ PRIVACY = {"on": {"clip": 0.1, "laplace": 0.2}, "off": {"clip": 0.1, "laplace": 
 
 
 def run(ds, dataset: str, mode: str, ldp: str, rounds: int, clients_per_round: int,
-        seed: int, overrides: dict) -> dict:
+        seed: int, overrides: dict, statistics: list[str]) -> dict:
     """Train ``rounds`` rounds with ``pseudo_set=mode`` under ``ldp``; RMSE and attack table."""
     cfg = build_config(FedGNNConfig, "fedgnn", dataset, overrides={
         "pseudo_set": mode, "rounds": rounds, "seed": seed,
         "clients_per_round": clients_per_round, **PRIVACY[ldp], **overrides})
     trainer = build_fedgnn(cfg, ds, torch.device("cpu"))
     positives = {u: c.train_items for u, c in trainer.job.client_data.items()}
-    attack = CrossRoundAttack(positives, ds.num_items, pseudo_items=cfg.pseudo_items)
+    attack = CrossRoundAttack(positives, ds.num_items, pseudo_items=cfg.pseudo_items,
+                              statistics=statistics)
     trainer.runtime.observers.append(attack)
     t0 = time.perf_counter()
     for rnd in range(1, rounds + 1):
@@ -88,13 +91,17 @@ def main() -> None:
     ap.add_argument("--modes", default=",".join(PSEUDO_SETS))
     ap.add_argument("--ldp", default="on,off")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--statistics", default="ratio,centered,whitened,gaussian",
+                    help="row-consistency statistics (density: O(ids^2) per scoring, slow)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="another config override (repeatable; numbers parsed as YAML would)")
     ap.add_argument("--out", type=Path, default=None, help="write OUT.md and OUT.json")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     ldps = [x.strip() for x in args.ldp.split(",") if x.strip()]
+    stats = [x.strip() for x in args.statistics.split(",") if x.strip()]
     bad = [m for m in modes if m not in PSEUDO_SETS] + [x for x in ldps if x not in PRIVACY]
+    bad += [x for x in stats if x not in CONSISTENCY_STATISTICS]
     if bad or args.rounds < 1 or args.clients_per_round < 1:
         _fail(f"bad --modes/--ldp/--rounds/--clients-per-round: {bad or ''}")
     overrides = {}
@@ -116,7 +123,7 @@ def main() -> None:
         for mode in modes:
             try:
                 res = run(ds, args.dataset, mode, ldp, args.rounds, args.clients_per_round,
-                          args.seed, overrides)
+                          args.seed, overrides, stats)
             except FedrecError as e:
                 _fail(str(e))
             results.append(res)
