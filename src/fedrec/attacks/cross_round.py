@@ -23,13 +23,24 @@ The attacks (each a small function below on one client's accumulated statistics)
   slowly), while a pseudo row redrawn from the round's Gaussian has a fresh direction every
   round, so its average shrinks to the client's mean row at rate ``1 / sqrt(n)``. Three test
   statistics, all from running sums: ``ratio`` (``|mean row| / RMS row norm``, the filer's
-  statistic), ``centered`` (``n |mean_i - c|^2 / s^2``, ``c`` the client's mean row over all
-  its rows and ``s^2`` their per-coordinate variance: a chi-square with ``w`` degrees of
-  freedom for a row with no consistent part, whatever ``n``) and ``whitened`` (the same with
-  the rows' full covariance, a Mahalanobis distance; it helps when rows lie in a few
-  directions, as without noise). ``k``: the number of real items in the upload, granted (as in
-  :mod:`fedrec.attacks.rated_items`), or estimated as ``mean upload length - M``
-  (``k_estimated``: exact while the client is not short of unrated items).
+  statistic; ids seen few times score high by chance, so it suits kept sets), ``centered`` (``n
+  |mean_i - c|^2 / s^2``, ``c`` the client's mean row over all its rows and ``s^2`` their per-
+  coordinate variance: a chi-square with ``w`` degrees of freedom for a row with no consistent
+  part, whatever ``n``) and ``whitened`` (the same with the rows' full covariance, a Mahalanobis
+  distance; measured weaker than ``centered``, our untested reading being that whitening
+  amplifies the near-empty directions of the rows' covariance). ``k``: the number of real items
+  in the upload, granted (as in :mod:`fedrec.attacks.rated_items`), or estimated as ``mean
+  upload length - M`` (:func:`estimated_k`: exact while the client is not short of unrated
+  items). Two more statistics apply :mod:`fedrec.attacks.rated_items`'s single-upload shape
+  rules (``density``, ``gaussian``) to the averaged rows, whose noise shrinks with ``n``.
+* **accumulated shape evidence** (:func:`evidence_scores`, ``evidence_gaussian``): each upload's
+  Gaussian-outlier scores (real rows are far from Gaussian, pseudo rows are Gaussian draws),
+  standardised and summed per id over the uploads: weak per-upload evidence adds up.
+* **popularity** (:func:`popularity_scores`): what the server learns from all clients together.
+  Within the ids of a client's every upload, those that many clients upload are more likely
+  real, since pseudo ids are uniform over a client's unrated items and real ones follow the
+  catalogue's popularity. It needs no rows and works from the first upload, whatever the
+  pseudo set.
 
 Scores are set F1 (:func:`fedrec.metrics.classification.set_precision_recall_f1`) per client
 against its training items, recorded when a client's ``n``-th upload arrives for ``n`` in
@@ -37,9 +48,15 @@ against its training items, recorded when a client's ``n``-th upload arrives for
 means over clients (macro). Chance: guessing ``k`` of one upload's ids at random, F1 ``K / (K +
 M)``.
 
-Memory: per tracked client, running sums over ids (count, row sum, squared row norm: ``(n_items,
-w + 2)`` float32) and over all its rows (sum, second moments: ``(w, w)`` float64), never the
-uploads themselves (ML-100K, 1,682 items, ``w = 65``: 0.45 MB per client).
+Not tried: a model-aware inversion (the server also knows the item table and GNN it
+broadcast and could test each row against its own item's embedding), and pairing the
+popularity prior with the row statistics.
+
+Memory: per tracked client, running sums over ids (count, row sum, squared row norm,
+evidence: ``(n_items, w + 3)`` float32) and over all its rows (sum, second moments: ``(w, w)``
+float64), never the uploads themselves (ML-100K, 1,682 items, ``w = 65``: 0.45 MB per client).
+Time: the evidence costs one small SVD per upload (~25 ms for 1,085 x 65 rows on one core;
+``evidence=False`` skips it), the ``density`` statistic ``O(ids^2)`` per scoring.
 """
 
 from __future__ import annotations
