@@ -23,9 +23,11 @@ SETTINGS = {
     "ptf-fedrec": {"rounds": 4, "eval_every": 2, "clients_per_round": 200, "local_epochs": 1,
                    "server_epochs": 1, "eval_clients": False},
     # Every client per round, so an epoch is one round: the graph expansion happens in round 2,
-    # before the stop, and the resumed rounds need the neighbour means and the decayed lr.
+    # before the stop, and the resumed rounds need the neighbour means, the decayed lr and each
+    # client's pseudo-set key (pseudo_set kept across rounds).
     "fedgnn": {"rounds": 4, "eval_every": 2, "dim": 8, "clients_per_round": 943,
-               "dropout": 0.2, "pseudo_items": 50, "neighbours": 4, "expand_after": 1},
+               "dropout": 0.2, "pseudo_items": 50, "neighbours": 4, "expand_after": 1,
+               "pseudo_set": "fixed_coupled"},
 }
 
 

@@ -13,6 +13,7 @@ import torch
 from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fedgnn import FedGNNConfig, FedGNNServer, build_fedgnn_job
 from fedrec.data import load_dataset
+from fedrec.errors import ConfigError
 from fedrec.federation.message import SERVER, THIRD_PARTY, Message
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import gnn
@@ -326,3 +327,42 @@ def test_bias_columns_uploaders_average_and_lr_decay(ds) -> None:
     start = srv2.items.clone()
     srv2.run_round(rt2, 2)  # epoch 1: lr halved
     assert not torch.allclose(srv2.items, start)
+
+
+@pytest.mark.parametrize("mode", ["per_round", "fixed", "fixed_coupled", "fixed_copy"])
+def test_pseudo_set_modes_across_rounds(ds, mode) -> None:
+    """``pseudo_set``: what a client keeps between rounds (ids, rows), drawn from its own state."""
+    tr, rt, _ = make(ds, pseudo_items=300, pseudo_set=mode)
+    client = tr.job.client_logic
+    gen = torch.Generator().manual_seed(0)
+    real = torch.randn(40, 8, generator=gen)
+    draws = []
+    for rnd in (1, 2, 3):
+        rt.begin_round(rnd)
+        ctx = ctxs_of(rt, [10])[0]
+        items = torch.from_numpy(ctx.data.train_items[:40].astype(np.int64))
+        ids, g = client.pseudo(ctx, items, real)
+        assert len(ids) == 300 == len(np.unique(ids.numpy()))
+        assert not np.isin(ids.numpy(), ctx.data.train_items).any()
+        draws.append((ids, g))
+    (i1, g1), (i2, g2), (i3, _) = draws
+    same_ids = torch.equal(i1, i2) and torch.equal(i2, i3)
+    assert same_ids == (mode != "per_round")
+    # With the same real rows, kept coefficients give the same pseudo rows (so that the rows
+    # follow the real rows' trajectories); "fixed" redraws them every round.
+    assert torch.equal(g1, g2) == (mode in ("fixed_coupled", "fixed_copy"))
+    if mode == "fixed_copy":  # each pseudo row is a real row, every real row copied 7 or 8 times
+        match = (g1[:, None, :] == real[None]).all(-1)
+        assert (match.sum(1) == 1).all()
+        assert set(match.sum(0).tolist()) == {7, 8}
+    # The kept draws come from the client's own state: another client keeps another set.
+    if mode != "per_round":
+        other = ctxs_of(rt, [11])[0]
+        items = torch.from_numpy(other.data.train_items[:40].astype(np.int64))
+        assert not torch.equal(client.pseudo(other, items, real[: len(items)])[0], i1)
+        assert "pseudo_key" in ctxs_of(rt, [10])[0].state
+
+
+def test_pseudo_set_is_validated() -> None:
+    with pytest.raises(ConfigError, match="pseudo_set"):
+        FedGNNConfig(rounds=1, pseudo_set="sometimes").validate()
