@@ -29,6 +29,7 @@ from fedrec.data.types import GraphDataset, InteractionDataset, RatingDataset
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from fedrec.federation.runtime import seed_everything
+from fedrec.privacy.report import no_guarantee
 
 RESULTS_NAME = "results.json"
 
@@ -184,7 +185,9 @@ def finish_result(
         "rejected": trainer.ledger.rejected,
     }
     # Every result states its privacy: an accountant's figures, or explicitly none.
-    result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
+    result.privacy = trainer.privacy_report() or no_guarantee(
+        protection="none: centralized, all data at one party",
+        leakage="the trainer holds every rating")
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
     # The process's peak resident memory (Linux reports KiB): an upper bound on the run's own.
     result.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

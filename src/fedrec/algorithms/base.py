@@ -25,7 +25,7 @@ import torch
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.federation.runtime import InProcessRuntime, PartyLogic, Runtime
+from fedrec.federation.runtime import InProcessRuntime, Observer, PartyLogic, Runtime
 
 
 class ServerLogic(ABC):
@@ -55,6 +55,19 @@ class ServerLogic(ABC):
         accept any."""
         if instruments:
             raise TypeError(f"{type(self).__name__} takes no experimenter's instruments")
+
+    def observers(self) -> list[Observer]:
+        """Instruments that watch what the server receives (attacks run as observers); the
+        trainer registers them with its runtime before the first round (:func:`observe`)."""
+        return []
+
+
+def observe(server: ServerLogic, rt: Runtime) -> None:
+    """Register ``server``'s :meth:`~ServerLogic.observers` with ``rt``, each once (a resumed
+    run, or instruments attached after the trainer was built, call this again safely)."""
+    for obs in server.observers():
+        if not any(o is obs for o in rt.observers):
+            rt.observers.append(obs)
 
 
 @dataclass
@@ -104,6 +117,7 @@ class FederatedTrainer(Trainer):
 
     def train_round(self, rnd: int) -> dict[str, float]:
         self.runtime.begin_round(rnd)
+        observe(self.job.server, self.runtime)
         return self.job.server.run_round(self.runtime, rnd)
 
     def evaluate(self) -> dict[str, float]:

@@ -98,6 +98,7 @@ class Runtime(ABC):
     """What an orchestrator (the server side of an algorithm) may do."""
 
     ledger: CommunicationLedger
+    observers: list[Observer]  # shown every delivered message (what an attack sees)
     round: int = 0
 
     @property
