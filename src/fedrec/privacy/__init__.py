@@ -23,7 +23,14 @@ from fedrec.privacy.mechanisms import (
 )
 from fedrec.privacy.messages import Message, decode_message, encode_message, serialized_size
 from fedrec.privacy.paillier import EncryptedArray, generate_keypair
-from fedrec.privacy.report import NO_GUARANTEE, attack_fields, no_guarantee, run_epsilon
+from fedrec.privacy.report import (
+    NO_GUARANTEE,
+    attack_fields,
+    no_guarantee,
+    per_coordinate_epsilon,
+    per_upload_epsilon,
+    run_epsilon,
+)
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer, secure_sum
 
 __all__ = [
@@ -53,6 +60,8 @@ __all__ = [
     "fedgnn_ldp_epsilon",
     "generate_keypair",
     "no_guarantee",
+    "per_coordinate_epsilon",
+    "per_upload_epsilon",
     "run_epsilon",
     "secure_sum",
     "serialized_size",

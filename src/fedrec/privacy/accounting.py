@@ -30,13 +30,15 @@ valid bound at ``δ``), naming its method.
 Where PLD is not computed: a Laplace release whose own privacy loss exceeds
 :data:`PLD_MAX_LOSS` (its ε, ``1/noise_multiplier``). dp-accounting discretises the privacy
 loss on a grid of step 1e-4 over ``[-ε, ε]``, so building one such PLD costs time and memory
-in proportion to ε. Measured with dp-accounting 0.6.0 on one core: one release at ε 50 takes
-10 s, at ε 200 41 s, at ε 1000 it did not finish in 100 s; a coarser grid returns ``inf`` at
-ε 1000 and fails (``IndexError``) at ε 71,000 (FedGNN's whole upload). :meth:`epsilon_pld` then
-raises :class:`PLDInfeasible` and the report gives basic composition, which loses little there:
-for Laplace releases at large ε the privacy loss of each is near its maximum most of the time
-(measured: 100 releases at ε 30 and at ε 50 compose by PLD to ``100 ε - 39.5``, 1.3% and 0.8%
-below basic composition, at δ 1e-5).
+in proportion to ε. Measured with dp-accounting 0.6.0 on one core of a shared machine
+(``python bench/bench_pld_large_epsilon.py``, two runs): one release at ε 50 takes 10-16 s, at
+ε 200 41-77 s, at ε 1000 it did not finish in 100 s; a grid coarsened to ε · 1e-4 returns
+``inf`` for one release at ε 1000 or 71,000 (the size of a FedGNN upload) and fails
+(``IndexError``) for 122 releases at ε 71,000. :meth:`epsilon_pld` then raises
+:class:`PLDInfeasible` and the report gives basic composition, which loses little there: for
+Laplace releases at large ε the privacy loss of each is near its maximum most of the time
+(measured by the same script: 100 releases at ε 30 and at ε 50 compose by PLD to
+``100 ε - 39.5``, 1.3% and 0.8% below basic composition, at δ 1e-5).
 
 Local DP composes per client: :func:`worst_client_accountant` accounts for the client that took
 part in the most rounds.

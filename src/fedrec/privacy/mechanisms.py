@@ -207,8 +207,8 @@ def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> Fed
 
     * Whole vector (the guarantee): ``||clip(g) - clip(g')||_1 <= 2δD``, so one upload is
       ``ε = 2δD/λ``-DP (pure; :attr:`FedGNNEpsilon.vector_mechanism`). It grows linearly with D:
-      at ML-100K's ~71,000 coordinates, δ 0.1 and λ 0.2 it is ~71,000 per upload, i.e. no
-      meaningful protection of the gradient values.
+      with δ 0.1 and λ 0.2 it is D itself, tens of thousands of coordinates per upload on
+      ML-100K, i.e. no meaningful protection of the gradient values.
     * Per coordinate (secondary): each clipped coordinate lies in ``[-δ, δ]``, so releasing
       coordinate ``i`` alone is ``2δ/λ``-DP. This bounds what one coordinate reveals if all
       the others were public; it is the figure FedGNN reports, and it does not bound what a

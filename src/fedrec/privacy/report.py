@@ -14,9 +14,10 @@ Every report has ``guarantee`` (what is proved, in words) and ``epsilon``:
   ``measured_attack`` says how to measure it). An attack's F1 is what that attack achieved, a
   lower bound on what a server can learn, not a bound.
 
-:func:`run_epsilon` reads the whole-run figure back from a report, also from a ``results.json``
-written before these fields existed (FedGNN's old top-level ``epsilon`` composed the
-per-coordinate figure and is not read).
+:func:`run_epsilon`, :func:`per_upload_epsilon` and :func:`per_coordinate_epsilon` read the
+figures back from a report, also from a ``results.json`` written before these fields existed
+(FedGNN's old top-level ``epsilon`` composed the per-coordinate figure, and its old
+``epsilon_per_upload`` was per coordinate: neither is read as a whole-upload figure).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NO_GUARANTEE", "attack_fields", "no_guarantee", "run_epsilon"]
+__all__ = ["NO_GUARANTEE", "attack_fields", "no_guarantee", "per_coordinate_epsilon",
+           "per_upload_epsilon", "run_epsilon"]
 
 NO_GUARANTEE = "no formal guarantee"
 
@@ -59,7 +61,7 @@ def run_epsilon(privacy: Mapping[str, Any] | None) -> tuple[float | None, str]:
     ``epsilon_per_upload_vector * max_participation``.
     """
     p = dict(privacy or {})
-    if "epsilon_method" in p or p.get("epsilon") is None:
+    if _is_current(p) or p.get("epsilon") is None:
         eps = p.get("epsilon")
         return (None if eps is None else float(eps),
                 str(p.get("epsilon_method") or p.get("guarantee") or NO_GUARANTEE))
@@ -68,3 +70,21 @@ def run_epsilon(privacy: Mapping[str, Any] | None) -> tuple[float | None, str]:
                 "basic composition of the whole upload over the most-participating client's "
                 "rounds (rebuilt from an older results.json)")
     return float(p["epsilon"]), str(p.get("guarantee", ""))
+
+
+def _is_current(p: Mapping[str, Any]) -> bool:
+    return "epsilon_method" in p
+
+
+def per_upload_epsilon(privacy: Mapping[str, Any] | None) -> float | None:
+    """ε of one whole upload (local DP), None where the report has none."""
+    p = dict(privacy or {})
+    value = p.get("epsilon_per_upload") if _is_current(p) else p.get("epsilon_per_upload_vector")
+    return None if value is None else float(value)
+
+
+def per_coordinate_epsilon(privacy: Mapping[str, Any] | None) -> float | None:
+    """The secondary per-coordinate ε of one upload (it bounds no release), None if absent."""
+    p = dict(privacy or {})
+    value = p.get("epsilon_per_coordinate_per_upload", p.get("epsilon_per_upload_coordinate"))
+    return None if value is None else float(value)
