@@ -186,7 +186,7 @@ def finish_result(
     }
     # Every result states its privacy: an accountant's figures, or explicitly none.
     result.privacy = trainer.privacy_report() or no_guarantee(
-        protection="none: centralized, all data at one party",
+        protection="none (centralized: all data at one party)",
         leakage="the trainer holds every rating")
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
     # The process's peak resident memory (Linux reports KiB): an upper bound on the run's own.

@@ -21,7 +21,7 @@ from fedrec.algorithms.fedgnn import (
 from fedrec.data import load_dataset
 from fedrec.federation.message import SERVER, THIRD_PARTY, Message
 from fedrec.models import gnn
-from fedrec.privacy import fedgnn_ldp_epsilon
+from fedrec.privacy import LaplaceMechanism, PrivacyAccountant, fedgnn_ldp_epsilon
 
 torch.set_num_threads(2)
 DATA = Path(os.environ.get("FEDREC_DATA", "/work/shared/datasets"))
@@ -378,3 +378,21 @@ def test_bias_columns_uploaders_average_and_lr_decay(ds) -> None:
     start = srv2.items.clone()
     srv2.run_round(rt2, 2)  # epoch 1: lr halved
     assert not torch.allclose(srv2.items, start)
+
+
+def test_privacy_report_feeds_pld_the_whole_upload_and_each_clients_participations() -> None:
+    # Where the whole upload's epsilon is small enough for PLD (a noise scale of 2δd/5: epsilon 5
+    # per upload), the report's PLD figure is that of the most-participating client's uploads
+    # (3 here, in a run of any length) of one Laplace mechanism with noise multiplier λ/(2δd).
+    d, clip = 1000, 0.1
+    cfg = FedGNNConfig(rounds=10, clip=clip, laplace=2 * clip * d / 5)
+    srv = FedGNNServer(cfg, num_items=10, num_clients=4)
+    srv.participation, srv.max_upload_dim = {0: 3, 1: 1, 3: 2}, d  # the server's bookkeeping
+    rep = srv.privacy_report()
+    acct = PrivacyAccountant()
+    acct.record(LaplaceMechanism(1.0, cfg.laplace / (2 * clip * d)), count=3)
+    assert rep["epsilon_method"] == "pld" and rep["delta"] == cfg.dp_delta
+    assert rep["epsilon"] == pytest.approx(acct.epsilon_pld(cfg.dp_delta))
+    assert rep["epsilon"] < rep["epsilon_basic"] == pytest.approx(3 * 5.0)
+    assert rep["epsilon_per_upload"] == pytest.approx(5.0)
+    assert rep["participations_max"] == 3

@@ -46,7 +46,10 @@ class ServerLogic(ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
     def privacy_report(self) -> dict[str, Any] | None:
-        """Privacy spent so far (epsilon, delta, accountant), or None for no formal guarantee."""
+        """What protects each party's data in the run so far, in the shape of
+        :mod:`fedrec.privacy.report`: the guarantee for what a party actually releases (its
+        ``epsilon`` over the whole run) or "no formal guarantee" with what protects the data and
+        any measured attack F1. None: the runner reports no protection at all."""
         return None
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
