@@ -64,7 +64,9 @@ on (``Recall@K``, ``NDCG@K``, ... via :func:`fedrec.metrics.evaluate_topk`; the 
 matrices are an experimenter's instrument held next to the server, not something it learns from
 the protocol); each client ranks all items with its own NeuMF and reports only its metrics
 (``client_Recall@K``, ...). The top-guess attack (:class:`fedrec.attacks.TopGuessAttack`) runs as
-an observer on the server's inbox; its per-round means are in each round's training statistics.
+an observer on the server's inbox; its per-round means are in each round's training statistics,
+its mean F1 over the run in the privacy report (``measured_attack_f1``: PTF-FedRec's defences
+give no formal guarantee, so the report gives no epsilon).
 Both instruments come from :func:`ptf_instruments` (the registry's ``instruments``): a server
 built on public metadata only (a Flower ServerApp) has neither unless the experimenter attaches
 them (``fedrec deploy --experimenter-oracle``); without them it reports the clients' metrics
