@@ -63,15 +63,20 @@ def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The summary's privacy lines (:mod:`fedrec.privacy.report`): the whole-run epsilon where
     there is a formal guarantee, else "no formal guarantee" and what protects the data; the
     measured attack F1 of every part that has no guarantee."""
-    from fedrec.privacy.report import NO_GUARANTEE, run_epsilon
+    from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
 
     eps, how = run_epsilon(privacy)
     if eps is None:
-        rows = [("privacy", f"{NO_GUARANTEE}: {privacy.get('protection', 'none stated')}")]
+        what = (privacy.get("protection") or privacy.get("leakage") or privacy.get("note")
+                or "none stated")  # the last two: results.json written before "protection"
+        rows = [("privacy", f"{NO_GUARANTEE}: {what}")]
     else:
         rows = [("epsilon (whole run, per client)", f"{eps:.4g} ({how})")]
-        rows += [(key.replace("_", " "), f"{privacy[key]:.4g}")
-                 for key in ("delta", "epsilon_per_upload") if privacy.get(key) is not None]
+        if "epsilon_method" in privacy and privacy.get("delta") is not None:
+            rows.append(("delta", f"{privacy['delta']:.4g}"))
+        upload = per_upload_epsilon(privacy)  # an old report's "epsilon_per_upload" is not it
+        if upload is not None:
+            rows.append(("epsilon per upload", f"{upload:.4g}"))
     parts = [("", privacy)] + [(f"{k.replace('_', ' ')}: ", v) for k, v in privacy.items()
                                if isinstance(v, Mapping)]
     for label, part in parts:
