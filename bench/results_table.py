@@ -1,6 +1,10 @@
 """Print a markdown table of every results/*/results.json (what README's tables are made of).
 
     python bench/results_table.py [results]
+
+The epsilon column is the whole run's guarantee for what a client releases
+(:func:`fedrec.privacy.run_epsilon`, which also reads results.json files written before the
+report said so; "none": no formal guarantee).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 
 from fedrec.algorithms import get_algorithm
 from fedrec.config import build_config, to_dict
+from fedrec.privacy import run_epsilon
 
 METRICS = ("rmse", "mae", "Recall@20", "NDCG@20")
 
@@ -22,8 +27,8 @@ def mib(n: float) -> str:
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
     print("| algorithm | dataset | rounds | " + " | ".join(METRICS)
-          + " | MiB up | MiB down | wall s | command |")
-    print("|" + "---|" * (len(METRICS) + 7))
+          + " | epsilon | MiB up | MiB down | wall s | command |")
+    print("|" + "---|" * (len(METRICS) + 8))
     for path in sorted(root.glob("*/results.json")):
         r = json.loads(path.read_text())
         if r.get("status") != "complete":
@@ -36,7 +41,9 @@ def main() -> None:
             to_dict(build_config(spec.config_cls, r["algorithm"], r["dataset"]))))
         sets = "".join(f" --set {k}={v}" for k, v in r["config"].items() if defaults.get(k) != v)
         cmd = f"`fedrec run {r['algorithm']} --dataset {r['dataset']}{sets} --out {path.parent}`"
+        eps, _ = run_epsilon(r.get("privacy"))
         cells = [r["algorithm"], r["dataset"], str(r["config"]["rounds"]), *vals,
+                 "none" if eps is None else f"{eps:.3g}",
                  mib(tot["bytes_up"]), mib(tot["bytes_down"]), f"{r['wall_time_s']:.0f}", cmd]
         print("| " + " | ".join(cells) + " |")
 

@@ -40,6 +40,7 @@ from fedrec.errors import ConfigError, ResumeRefused
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.privacy.report import no_guarantee
 
 RESULTS_NAME = "results.json"
 
@@ -302,7 +303,9 @@ def finish_result(
         "rejected": trainer.ledger.rejected,
     }
     # Every result states its privacy: an accountant's figures, or explicitly none.
-    result.privacy = trainer.privacy_report() or {"guarantee": "none", "epsilon": None}
+    result.privacy = trainer.privacy_report() or no_guarantee(
+        protection="none (centralized: all data at one party)",
+        leakage="the trainer holds every rating")
     reproducible = trainer.reproducible()
     if reproducible is not None:
         result.privacy["client_randomness"] = (

@@ -11,13 +11,18 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgnn import FedGNNConfig, FedGNNServer, build_fedgnn_job
+from fedrec.algorithms.fedgnn import (
+    FedGNNConfig,
+    FedGNNServer,
+    build_fedgnn_job,
+    fedgnn_instruments,
+)
 from fedrec.data import load_dataset
 from fedrec.errors import ConfigError
 from fedrec.federation.message import SERVER, THIRD_PARTY, Message
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import gnn
-from fedrec.privacy import fedgnn_ldp_epsilon
+from fedrec.privacy import LaplaceMechanism, PrivacyAccountant, fedgnn_ldp_epsilon
 
 torch.set_num_threads(2)
 DATA = Path(os.environ.get("FEDREC_DATA", "/work/shared/datasets"))
@@ -212,15 +217,66 @@ def test_training_reduces_rmse_and_privacy_report(ds) -> None:
     assert after < before - 0.01
     assert srv.expansions == 1
     rep = tr.privacy_report()
-    eps = fedgnn_ldp_epsilon(0.1, 0.2, rep["upload_dim_max"])
-    assert rep["epsilon_per_upload_coordinate"] == pytest.approx(eps.per_coordinate) == 1.0
-    assert rep["epsilon_per_upload_vector"] == pytest.approx(eps.per_vector)
-    assert rep["rounds_worst_case"] == 4
-    assert rep["epsilon_coordinate_composed_basic"] == pytest.approx(4 * eps.per_coordinate)
-    assert rep["epsilon_coordinate_composed_pld"] <= 4 * eps.per_coordinate + 1e-6
-    assert rep["epsilon_vector_composed_basic"] == pytest.approx(4 * eps.per_vector)
-    assert rep["noise_multiplier"] == pytest.approx(0.2 / (2 * 0.1))
-    assert 1 <= rep["max_participation"] <= 4
+    eps = fedgnn_ldp_epsilon(0.1, 0.2, rep["upload_dim"])
+    assert rep["epsilon_per_coordinate_per_upload"] == pytest.approx(eps.per_coordinate) == 1.0
+    assert rep["epsilon_per_upload"] == pytest.approx(eps.per_vector)
+    assert 1 <= rep["participations_max"] <= 4
+    assert rep["epsilon"] == pytest.approx(rep["participations_max"] * eps.per_vector)
+    # measure_leakage is off by default: the item ids' report says how to measure, no number
+    ids = rep["item_ids"]
+    assert ids["epsilon"] is None and ids["measured_attack_f1"] is None
+    assert "set measure_leakage=true" in ids["measured_attack"]
+
+
+def test_privacy_report_is_for_the_whole_upload_and_the_rounds_taken_part_in(ds) -> None:
+    """A short real run (the first 100 users, 20 a round, 3 rounds): the report's epsilon is
+    the whole upload's, composed over the uploads of the client that sent the most, both
+    recomputed here from the messages the server received; the item ids have no formal
+    guarantee and the observer attack's measured F1."""
+    cfg = FedGNNConfig(rounds=3, dim=8, clients_per_round=20, pseudo_items=50, neighbours=0,
+                       loss_reduction="sum", lr=0.5, measure_leakage=True)
+    tr = _first_users_trainer(ds, cfg, users=100)
+    tr.job.server.attach_instruments(fedgnn_instruments(cfg, ds))  # what build_fedgnn_job does
+    uploads: dict[int, list[int]] = {}  # client -> sizes of the uploads it sent
+
+    def tap(msg: Message) -> None:
+        if msg.step == "train" and msg.receiver == SERVER:
+            size = msg.payload["grad_model"].numel() + msg.payload["grad_items"].numel()
+            uploads.setdefault(msg.sender, []).append(size)
+
+    tr.runtime.observers.append(tap)
+    for rnd in range(1, 4):
+        tr.train_round(rnd)
+    rep = tr.privacy_report()
+    d = max(max(v) for v in uploads.values())
+    most = max(len(v) for v in uploads.values())
+    assert most < cfg.rounds  # else this run could not tell participations from rounds
+    per_upload = 2 * cfg.clip * d / cfg.laplace  # L1 sensitivity of the clipped vector / scale
+    assert rep["upload_dim"] == d
+    assert rep["epsilon_per_upload"] == pytest.approx(per_upload)
+    assert rep["participations_max"] == most
+    assert rep["epsilon"] == pytest.approx(most * per_upload)  # basic: PLD refused at this size
+    assert rep["epsilon_method"].startswith("basic") and rep["pld_note"]
+    assert rep["delta"] == 0.0
+    assert rep["noise_multiplier"] == pytest.approx(cfg.laplace / (2 * cfg.clip * d))
+    assert rep["epsilon_per_coordinate_per_upload"] == pytest.approx(2 * cfg.clip / cfg.laplace)
+    assert "does not bound" in rep["epsilon_per_coordinate_note"]
+    assert str(d) in rep["guarantee"] and "bounds nothing" in rep["guarantee"]
+    ids = rep["item_ids"]
+    assert ids["guarantee"] == "no formal guarantee" and ids["epsilon"] is None
+    assert "pseudo items" in ids["protection"]
+    attack = tr.job.server.attack
+    assert attack is not None and build_fedgnn_job(cfg, ds, torch.device("cpu")).server.attack
+    assert ids["measured_attack"].startswith("RatedItemsAttack")
+    assert ids["measured_attack_uploads"] == sum(len(v) for v in uploads.values())
+    f1 = np.mean([r[f"{attack.best_rule()}_f1"] for r in attack.records])
+    assert ids["measured_attack_f1"] == pytest.approx(f1)
+    assert 0.0 < ids["measured_attack_f1"] <= 1.0
+    # The CLI's summary prints the honest figure and the attack's F1
+    from fedrec.cli.main import privacy_rows
+    rows = dict(privacy_rows(rep))
+    assert rows["epsilon (whole run, per client)"].startswith(f"{most * per_upload:.4g} ")
+    assert rows["item ids: measured attack F1"].startswith(f"{f1:.3f}")
 
 
 def test_trainable_neighbours_follow_their_owners_every_round(ds) -> None:
@@ -366,3 +422,21 @@ def test_pseudo_set_modes_across_rounds(ds, mode) -> None:
 def test_pseudo_set_is_validated() -> None:
     with pytest.raises(ConfigError, match="pseudo_set"):
         FedGNNConfig(rounds=1, pseudo_set="sometimes").validate()
+
+
+def test_privacy_report_feeds_pld_the_whole_upload_and_each_clients_participations() -> None:
+    # Where the whole upload's epsilon is small enough for PLD (a noise scale of 2δd/5: epsilon 5
+    # per upload), the report's PLD figure is that of the most-participating client's uploads
+    # (3 here, in a run of any length) of one Laplace mechanism with noise multiplier λ/(2δd).
+    d, clip = 1000, 0.1
+    cfg = FedGNNConfig(rounds=10, clip=clip, laplace=2 * clip * d / 5)
+    srv = FedGNNServer(cfg, num_items=10, num_clients=4)
+    srv.participation, srv.max_upload_dim = {0: 3, 1: 1, 3: 2}, d  # the server's bookkeeping
+    rep = srv.privacy_report()
+    acct = PrivacyAccountant()
+    acct.record(LaplaceMechanism(1.0, cfg.laplace / (2 * clip * d)), count=3)
+    assert rep["epsilon_method"] == "pld" and rep["delta"] == cfg.dp_delta
+    assert rep["epsilon"] == pytest.approx(acct.epsilon_pld(cfg.dp_delta))
+    assert rep["epsilon"] < rep["epsilon_basic"] == pytest.approx(3 * 5.0)
+    assert rep["epsilon_per_upload"] == pytest.approx(5.0)
+    assert rep["participations_max"] == 3

@@ -255,6 +255,18 @@ def test_top_guess_attack(run, undefended):
     assert defended < undefended["attack_f1"] - 0.2
 
 
+def test_privacy_report_has_no_epsilon_and_the_measured_attack_f1(run):
+    _, trainer, _, _, stats, _ = run
+    rep = trainer.privacy_report()
+    assert rep["guarantee"] == "no formal guarantee" and rep["epsilon"] is None
+    assert "sampling" in rep["protection"] and "swapping" in rep["protection"]
+    assert rep["measured_attack"].startswith("TopGuessAttack")
+    records = trainer.job.server.attack.records  # every upload of both rounds
+    assert rep["measured_attack_uploads"] == len(records) == sum(s["clients"] for s in stats)
+    assert rep["measured_attack_f1"] == pytest.approx(np.mean([r["f1"] for r in records]))
+    assert 0.0 < rep["measured_attack_f1"] < 1.0
+
+
 def test_client_randomness_is_cohort_independent(ml100k):
     """A client's upload depends on (seed, round, client), not on who else is in its cohort."""
     from fedrec.federation.runtime import InProcessRuntime

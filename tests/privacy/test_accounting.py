@@ -1,11 +1,19 @@
 import itertools
 import json
 import math
+import time
 
 import pytest
 
 from fedrec.errors import ConfigError
-from fedrec.privacy import GaussianMechanism, LaplaceMechanism, PrivacyAccountant, Release
+from fedrec.privacy import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    PLDInfeasible,
+    PrivacyAccountant,
+    Release,
+    worst_client_accountant,
+)
 
 
 def _acct(*records: tuple[object, dict]) -> PrivacyAccountant:
@@ -109,3 +117,41 @@ def test_invalid_releases(kwargs: dict) -> None:
 def test_invalid_delta() -> None:
     with pytest.raises(ConfigError, match="delta"):
         PrivacyAccountant().epsilon_pld(1.5)
+
+
+def test_a_client_composes_only_the_rounds_it_took_part_in() -> None:
+    # Five rounds; client 7 took part in rounds 1, 3 and 4, client 8 in rounds 2 and 5.
+    rounds = {1: [7], 2: [8], 3: [7], 4: [7], 5: [8]}
+    participations: dict[int, int] = {}
+    for cohort in rounds.values():
+        for c in cohort:
+            participations[c] = participations.get(c, 0) + 1
+    mech = LaplaceMechanism(sensitivity_l1=1.0, scale=2.0)  # 0.5 per release
+    acct = worst_client_accountant(mech, participations)
+    assert [(r.count, r.noise_multiplier) for r in acct.releases] == [(3, 2.0)]
+    assert acct.epsilon_basic() == pytest.approx(3 * 0.5)
+    three = _acct((mech, {"count": 3}))  # the same client accounted release by release
+    assert acct.epsilon_pld(1e-5) == pytest.approx(three.epsilon_pld(1e-5))
+    assert acct.epsilon_pld(1e-5) < _acct((mech, {"count": 5})).epsilon_pld(1e-5)
+    assert worst_client_accountant(mech, {}).releases == ()
+
+
+def test_pld_is_refused_at_huge_epsilon_and_the_report_gives_basic_composition() -> None:
+    # One FedGNN-sized upload: L1 sensitivity 2 * 0.1 * 71,000, Laplace scale 0.2.
+    mech = LaplaceMechanism(sensitivity_l1=2 * 0.1 * 71_000, scale=0.2)
+    acct = _acct((mech, {"count": 3}))
+    t0 = time.perf_counter()
+    with pytest.raises(PLDInfeasible):
+        acct.epsilon_pld(1e-5)
+    rep = acct.report(1e-5)
+    assert time.perf_counter() - t0 < 5.0  # dp-accounting itself hangs or fails here
+    assert rep.epsilon_pld is None and rep.epsilon_rdp is None and rep.pld_note
+    assert rep.epsilon == rep.epsilon_basic == pytest.approx(3 * 71_000)
+    assert rep.method.startswith("basic")
+
+
+def test_report_epsilon_is_the_tightest_available_bound() -> None:
+    mech = LaplaceMechanism(sensitivity_l1=1.0, scale=1.0)  # 1 per release: PLD is tighter
+    rep = _acct((mech, {"count": 20})).report(1e-5)
+    assert rep.method == "pld" and rep.epsilon == rep.epsilon_pld < rep.epsilon_basic
+    assert rep.pld_note is None

@@ -100,3 +100,27 @@ def test_fedgnn_epsilon_per_coordinate_and_per_vector() -> None:
 def test_analytic_delta_known_value() -> None:
     # m = 1, eps = 0: delta = Φ(1/2) - Φ(-1/2) = erf(1/(2√2))
     assert analytic_gaussian_delta(1.0, 0.0) == pytest.approx(math.erf(0.5 / math.sqrt(2)))
+
+
+def test_fedgnn_vector_mechanism_is_the_whole_upload_from_its_definition() -> None:
+    # d = 3 clipped coordinates, δ = 0.1, λ = 0.2. By hand: the extreme neighbours are the
+    # clipped vectors +δ·1 and -δ·1; the log density ratio of their noised releases at an output
+    # y >= δ (every coordinate) is Σ (|y - x'| - |y - x|) / λ = d · 2δ / λ = 3, the largest
+    # over all outputs (each term is at most |x_i - x'_i| / λ = 2δ/λ).
+    clip, lam, d = 0.1, 0.2, 3
+    x = clip_linf(torch.full((d,), 7.0, dtype=torch.float64), clip)
+    x2 = clip_linf(torch.full((d,), -7.0, dtype=torch.float64), clip)
+    lap = torch.distributions.Laplace(torch.tensor(0.0, dtype=torch.float64), lam)
+    ys = torch.tensor([[0.1, 0.1, 0.1], [0.5, 2.0, 0.3], [0.0, 0.2, -0.4], [-1.0, 1.0, 0.1]],
+                      dtype=torch.float64)
+    ratios = (lap.log_prob(ys - x) - lap.log_prob(ys - x2)).sum(1)
+    by_hand = d * 2 * clip / lam
+    assert ratios.max().item() == pytest.approx(by_hand) == pytest.approx(3.0)
+    assert (ratios <= by_hand + 1e-12).all()
+    eps = fedgnn_ldp_epsilon(clip, lam, d)
+    mech = eps.vector_mechanism  # what the accountant composes for one upload
+    assert mech.epsilon() == pytest.approx(by_hand) == pytest.approx(eps.per_vector)
+    assert mech.noise_multiplier == pytest.approx(lam / (2 * clip * d))
+    assert mech.scale == lam  # the noise actually added per coordinate
+    assert eps.per_coordinate == pytest.approx(2 * clip / lam)
+    assert eps.per_coordinate < mech.epsilon()

@@ -6,7 +6,12 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Tra
 from fedrec.algorithms.central_ranking import CentralRankingConfig, central_ranking_builder
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
 from fedrec.algorithms.fedavg_ncf import FedAvgNCFConfig, build_fedavg_ncf, build_fedavg_ncf_job
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn, build_fedgnn_job
+from fedrec.algorithms.fedgnn import (
+    FedGNNConfig,
+    build_fedgnn,
+    build_fedgnn_job,
+    fedgnn_instruments,
+)
 from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf, build_fedmf_job
 from fedrec.algorithms.gnn_central import GNNCentralConfig, build_gnn_central
 from fedrec.algorithms.pmf import PMFConfig, build_pmf
@@ -103,6 +108,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             dataset_kinds=("rating",),
             build=build_fedgnn,
             build_job=build_fedgnn_job,
+            instruments=fedgnn_instruments,
         ),
         AlgorithmSpec(
             name="gnn-central",

@@ -25,7 +25,7 @@ import torch
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.federation.runtime import InProcessRuntime, PartyLogic, Runtime
+from fedrec.federation.runtime import InProcessRuntime, Observer, PartyLogic, Runtime
 from fedrec.federation.secrets import ClientSecrets
 
 
@@ -47,7 +47,10 @@ class ServerLogic(ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
     def privacy_report(self) -> dict[str, Any] | None:
-        """Privacy spent so far (epsilon, delta, accountant), or None for no formal guarantee."""
+        """What protects each party's data in the run so far, in the shape of
+        :mod:`fedrec.privacy.report`: the guarantee for what a party actually releases (its
+        ``epsilon`` over the whole run) or "no formal guarantee" with what protects the data and
+        any measured attack F1. None: the runner reports no protection at all."""
         return None
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
@@ -56,6 +59,19 @@ class ServerLogic(ABC):
         accept any."""
         if instruments:
             raise TypeError(f"{type(self).__name__} takes no experimenter's instruments")
+
+    def observers(self) -> list[Observer]:
+        """Instruments that watch what the server receives (attacks run as observers); the
+        trainer registers them with its runtime before the first round (:func:`observe`)."""
+        return []
+
+
+def observe(server: ServerLogic, rt: Runtime) -> None:
+    """Register ``server``'s :meth:`~ServerLogic.observers` with ``rt``, each once (a resumed
+    run, or instruments attached after the trainer was built, call this again safely)."""
+    for obs in server.observers():
+        if not any(o is obs for o in rt.observers):
+            rt.observers.append(obs)
 
 
 @dataclass
@@ -112,6 +128,7 @@ class FederatedTrainer(Trainer):
 
     def train_round(self, rnd: int) -> dict[str, float]:
         self.runtime.begin_round(rnd)
+        observe(self.job.server, self.runtime)
         return self.job.server.run_round(self.runtime, rnd)
 
     def evaluate(self) -> dict[str, float]:

@@ -74,6 +74,7 @@ from fedrec.federation.secure_sum import (
     secure_sum_request,
 )
 from fedrec.models.mf import bpr_loss, init_factors, rating_loss, sample_negatives
+from fedrec.privacy.report import no_guarantee
 
 
 @dataclass
@@ -305,22 +306,22 @@ class FCFServer(ServerLogic):
         return reduce_client_metrics(replies.values(), self.explicit)
 
     def privacy_report(self) -> dict[str, Any]:
+        """No differential privacy: with secure aggregation the server learns only each
+        cohort's sum (no formal bound on what a sum reveals); without it, every upload."""
         if self.cfg.secure_aggregation:
-            return {
-                "guarantee": "none",  # no differential privacy; secure aggregation hides uploads
-                "epsilon": None,
-                "secure_aggregation": "Bonawitz et al. 2017 against an honest-but-curious "
-                                      "server and fewer than t = ceil("
-                                      f"{self.cfg.secagg_threshold} * cohort) colluding clients",
-                "leakage": "the server learns each round's summed (dense) item gradient of the "
-                           "surviving clients and who survived; no individual upload",
-            }
-        return {
-            "guarantee": "none",
-            "epsilon": None,
-            "leakage": "each upload names the items the client rated (explicit) or touched "
-                       "(implicit), and carries unnoised gradients",
-        }
+            return no_guarantee(
+                protection="secure aggregation (Bonawitz et al. 2017): the server learns only "
+                           "the cohort sum, against an honest-but-curious server and fewer "
+                           f"than t = ceil({self.cfg.secagg_threshold} * cohort) colluding "
+                           "clients",
+                leakage="the server learns each round's summed (dense) item gradient of the "
+                        "surviving clients and who survived; no individual upload",
+                secure_aggregation=True)
+        return no_guarantee(
+            protection="none: user factors stay on the device, item gradients are sent in clear",
+            leakage="each upload names the items the client rated (explicit) or touched "
+                    "(implicit), and carries unnoised gradients",
+            secure_aggregation=False)
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.detach().clone(), "b_i": self.b_i.detach().clone(),

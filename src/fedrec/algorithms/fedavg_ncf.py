@@ -42,6 +42,7 @@ from fedrec.federation.rng import derive_seed
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.secrets import PartySecret
 from fedrec.models import ncf
+from fedrec.privacy.report import no_guarantee
 
 
 @dataclass
@@ -167,12 +168,11 @@ class FedAvgNCFServer(ServerLogic):
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def privacy_report(self) -> dict[str, Any]:
-        return {
-            "guarantee": "none",
-            "epsilon": None,
-            "leakage": "each upload carries the client's trained item embeddings and MLP weights "
-                       "in the clear: the changed item rows name the items it trained on",
-        }
+        return no_guarantee(
+            protection="none: interactions stay on the device, the trained model is sent in "
+                       "clear",
+            leakage="each upload carries the client's trained item embeddings and MLP weights "
+                    "in the clear: the changed item rows name the items it trained on")
 
     def state_dict(self) -> dict[str, Any]:
         return {"params": {k: v.clone() for k, v in self.params.items()}}

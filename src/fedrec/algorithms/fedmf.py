@@ -109,6 +109,7 @@ from fedrec.privacy.paillier import (
     public_key_from_bytes,
     public_key_to_bytes,
 )
+from fedrec.privacy.report import no_guarantee
 
 UPLOAD_MODES = ("full", "part")
 
@@ -255,15 +256,13 @@ class FedMFServer(ServerLogic):
     def privacy_report(self) -> dict[str, Any]:
         leak = ("the server sees only ciphertexts of a fixed shape" if self.cfg.upload == "full"
                 else "each upload names the client's rated items in plaintext")
-        return {
-            "guarantee": "none",  # no differential privacy; encryption hides individual updates
-            "epsilon": None,
-            "encryption": f"Paillier ({self.cfg.key_bits}-bit n): semantic security under DCR "
-                          "against an honest-but-curious server holding only the public key",
-            "upload": self.cfg.upload,
-            "leakage": f"{leak}; every client (all share the private key) decrypts the item "
-                       "table, hence each round's aggregate update",
-        }
+        return no_guarantee(
+            protection=f"Paillier encryption of item gradients ({self.cfg.key_bits}-bit n): "
+                       "semantic security under DCR against an honest-but-curious server "
+                       "holding only the public key",
+            leakage=f"{leak}; every client (all share the private key) decrypts the item "
+                    "table, hence each round's aggregate update",
+            encryption=f"Paillier ({self.cfg.key_bits}-bit n)", upload=self.cfg.upload)
 
     def state_dict(self) -> dict[str, Any]:
         if self.table is None or self.public_key is None:

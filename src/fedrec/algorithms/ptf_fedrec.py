@@ -66,7 +66,9 @@ on (``Recall@K``, ``NDCG@K``, ... via :func:`fedrec.metrics.evaluate_topk`; the 
 matrices are an experimenter's instrument held next to the server, not something it learns from
 the protocol); each client ranks all items with its own NeuMF and reports only its metrics
 (``client_Recall@K``, ...). The top-guess attack (:class:`fedrec.attacks.TopGuessAttack`) runs as
-an observer on the server's inbox; its per-round means are in each round's training statistics.
+an observer on the server's inbox; its per-round means are in each round's training statistics,
+its mean F1 over the run in the privacy report (``measured_attack_f1``: PTF-FedRec's defences
+give no formal guarantee, so the report gives no epsilon).
 Both instruments come from :func:`ptf_instruments` (the registry's ``instruments``): a server
 built on public metadata only (a Flower ServerApp) has neither unless the experimenter attaches
 them (``fedrec deploy --experimenter-oracle``); without them it reports the clients' metrics
@@ -112,6 +114,7 @@ from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.federation.runtime import (
+    Observer,
     PartyContext,
     PartyLogic,
     Runtime,
@@ -122,6 +125,7 @@ from fedrec.federation.secrets import PartySecret
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
+from fedrec.privacy.report import attack_fields, no_guarantee
 
 DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
 DISPERSALS = ("mixed", "no-hard", "no-confident", "random")
@@ -598,7 +602,6 @@ class PTFServer(ServerLogic):
         # step reads it. None: no server-model metrics (a server built on metadata only).
         self.score_oracle = score_oracle
         self.attack = attack
-        self._observing: set[int] = set()
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
         """The experimenter's instruments of :func:`ptf_instruments` (before the first round)."""
@@ -607,6 +610,9 @@ class PTFServer(ServerLogic):
             raise TypeError(f"PTF-FedRec has no instrument {sorted(unknown)}")
         self.score_oracle = instruments.get("score_oracle", self.score_oracle)
         self.attack = instruments.get("attack", self.attack)
+
+    def observers(self) -> list[Observer]:
+        return [self.attack] if self.attack is not None else []
 
     def _graph(self) -> torch.Tensor:
         users = torch.cat([torch.full((len(it),), u) for u, (it, _) in self.uploads.items()])
@@ -623,9 +629,6 @@ class PTFServer(ServerLogic):
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         cfg = self.cfg
-        if self.attack is not None and id(rt) not in self._observing and hasattr(rt, "observers"):
-            rt.observers.append(self.attack)
-            self._observing.add(id(rt))
         selected = rt.sample_clients(cfg.clients_per_round or len(rt.client_ids))
         t0 = time.perf_counter()  # the round's time split: clients, server, dispersal
         replies = rt.broadcast("train", selected, {})
@@ -743,16 +746,37 @@ class PTFServer(ServerLogic):
         return out
 
     def privacy_report(self) -> dict[str, Any]:
-        rep: dict[str, Any] = {
-            "guarantee": "none",
-            "epsilon": None,
-            "defense": self.cfg.defense,
-            "leakage": "each upload names a subset of the client's trained items (positives and "
-                       "negatives) with its model's scores; no model parameters are exchanged",
-        }
-        if self.attack is not None:
-            rep["top_guess_attack"] = self.attack.summary()
-        return rep
+        """No formal guarantee: sampling, swapping and dispersal bound nothing provably (and
+        ``defense: ldp`` noises the scores while the uploaded ids, the client's trained items,
+        travel in clear); the top-guess attack's F1 measured in this run says what they hid."""
+        cfg = self.cfg
+        hides = {
+            "none": "nothing: each upload names the client's trained items (positives and "
+                    "sampled negatives) with its model's scores",
+            "sampling": f"sampling: each upload holds a random share (beta_range "
+                        f"{list(cfg.beta_range)}) of the client's positives and gamma_range "
+                        f"{list(cfg.gamma_range)} times as many negatives",
+            "sampling+swapping": f"sampling (beta_range {list(cfg.beta_range)}, gamma_range "
+                                 f"{list(cfg.gamma_range)}) and swapping (the top swap_rate "
+                                 f"{cfg.swap_rate} of positive scores exchanged with negatives')",
+            "ldp": f"Laplace noise (scale ldp_scale {cfg.ldp_scale}) on each uploaded score, "
+                   "clamped to [0, 1]; the uploaded ids travel in clear",
+        }[cfg.defense]
+        name = ("TopGuessAttack (fedrec.attacks.top_guess): the k highest uploaded scores "
+                "guessed as positives, scored against the client's positives "
+                f"({cfg.attack_truth}), mean F1 over every upload of the run")
+        summary = self.attack.summary() if self.attack is not None else {}
+        measured = attack_fields(
+            name, summary.get("attack_f1"),
+            "set attack=true (a deployment also needs --experimenter-oracle)",
+            **{f"measured_{k}": v for k, v in summary.items() if k != "attack_f1"})
+        return no_guarantee(
+            protection=f"defense {cfg.defense!r}: {hides}; no model parameters are exchanged, "
+                       f"and the server's model is never sent (clients get its scores on "
+                       f"alpha {cfg.alpha} items per round, {cfg.dispersal!r} dispersal)",
+            leakage="each upload names a subset of the client's trained items (positives and "
+                    "negatives) with its model's scores",
+            defense=cfg.defense, **measured)
 
     def state_dict(self) -> dict[str, Any]:
         return {

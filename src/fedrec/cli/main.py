@@ -57,13 +57,40 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
         ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
         ("bytes total", _format_bytes(totals.get("bytes_total", 0))),
     ]
-    privacy = r.get("privacy") or {}
-    if privacy.get("epsilon") is None:
-        rows.append(("privacy", "no formal guarantee (epsilon = infinity)"))
-    for key in ("epsilon", "delta", "epsilon_per_upload"):
-        if privacy.get(key) is not None:
-            rows.append((key, f"{privacy[key]:.4g}"))
+    rows += privacy_rows(r.get("privacy") or {})
     rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
+    return rows
+
+
+def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The summary's privacy lines (:mod:`fedrec.privacy.report`): the whole-run epsilon where
+    there is a formal guarantee, else "no formal guarantee" and what protects the data; the
+    measured attack F1 of every part that has no guarantee."""
+    from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
+
+    eps, how = run_epsilon(privacy)
+    if eps is None:
+        what = (privacy.get("protection") or privacy.get("leakage") or privacy.get("note")
+                or "none stated")  # the last two: results.json written before "protection"
+        rows = [("privacy", f"{NO_GUARANTEE}: {what}")]
+    else:
+        rows = [("epsilon (whole run, per client)", f"{eps:.4g} ({how})")]
+        if "epsilon_method" in privacy and privacy.get("delta") is not None:
+            rows.append(("delta", f"{privacy['delta']:.4g}"))
+        upload = per_upload_epsilon(privacy)  # an old report's "epsilon_per_upload" is not it
+        if upload is not None:
+            rows.append(("epsilon per upload", f"{upload:.4g}"))
+    parts = [("", privacy)] + [(f"{k.replace('_', ' ')}: ", v) for k, v in privacy.items()
+                               if isinstance(v, Mapping)]
+    for label, part in parts:
+        if part.get("guarantee") == NO_GUARANTEE and part is not privacy:
+            rows.append((label.rstrip(": "), NO_GUARANTEE))
+        if "measured_attack" in part:
+            f1 = part.get("measured_attack_f1")
+            name = str(part["measured_attack"]).split(" ")[0]
+            rows.append((f"{label}measured attack F1",
+                         f"{f1:.3f} ({name})" if f1 is not None else str(part["measured_attack"])
+                         .split(": ", 1)[-1]))
     return rows
 
 

@@ -109,6 +109,7 @@ class Runtime(ABC):
     """What an orchestrator (the server side of an algorithm) may do."""
 
     ledger: CommunicationLedger
+    observers: list[Observer]  # shown every delivered message (what an attack sees)
     round: int = 0
     #: The orchestrator's own secret, for the server's draws that other services must not
     #: predict (FedGNN's expansion key): no client's or service's secret derives from it.

@@ -4,7 +4,13 @@ homomorphic encryption, private matching.
 One concept per module; each module states its guarantee where it is computed.
 """
 
-from fedrec.privacy.accounting import PrivacyAccountant, PrivacyReport, Release
+from fedrec.privacy.accounting import (
+    PLDInfeasible,
+    PrivacyAccountant,
+    PrivacyReport,
+    Release,
+    worst_client_accountant,
+)
 from fedrec.privacy.clipping import clip_l2, clip_l2_rows, clip_linf, clip_linf_rows
 from fedrec.privacy.fixedpoint import FixedPointEncoder
 from fedrec.privacy.matching import ItemTokenizer
@@ -17,9 +23,18 @@ from fedrec.privacy.mechanisms import (
 )
 from fedrec.privacy.messages import Message, decode_message, encode_message, serialized_size
 from fedrec.privacy.paillier import EncryptedArray, generate_keypair
+from fedrec.privacy.report import (
+    NO_GUARANTEE,
+    attack_fields,
+    no_guarantee,
+    per_coordinate_epsilon,
+    per_upload_epsilon,
+    run_epsilon,
+)
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer, secure_sum
 
 __all__ = [
+    "NO_GUARANTEE",
     "EncryptedArray",
     "FedGNNEpsilon",
     "FixedPointEncoder",
@@ -27,6 +42,7 @@ __all__ = [
     "ItemTokenizer",
     "LaplaceMechanism",
     "Message",
+    "PLDInfeasible",
     "PrivacyAccountant",
     "PrivacyReport",
     "Release",
@@ -34,6 +50,7 @@ __all__ = [
     "SecAggConfig",
     "SecAggServer",
     "analytic_gaussian_delta",
+    "attack_fields",
     "clip_l2",
     "clip_l2_rows",
     "clip_linf",
@@ -42,6 +59,11 @@ __all__ = [
     "encode_message",
     "fedgnn_ldp_epsilon",
     "generate_keypair",
+    "no_guarantee",
+    "per_coordinate_epsilon",
+    "per_upload_epsilon",
+    "run_epsilon",
     "secure_sum",
     "serialized_size",
+    "worst_client_accountant",
 ]

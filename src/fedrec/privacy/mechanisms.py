@@ -182,26 +182,40 @@ class FedGNNEpsilon:
     """Two readings of one FedGNN upload's local-DP guarantee (see :func:`fedgnn_ldp_epsilon`)."""
 
     per_coordinate: float
-    """``2δ/λ``: protects one gradient coordinate, the others held fixed (FedGNN's figure)."""
+    """``2δ/λ``: one gradient coordinate, the others held fixed (FedGNN's figure). Secondary:
+    it does not bound what a client releases."""
     per_vector: float
-    """``2δD/λ``: protects the whole D-dimensional uploaded gradient (the LDP guarantee)."""
+    """``2δD/λ``: the whole D-dimensional uploaded gradient: the upload's local-DP guarantee."""
     dim: int
+    clip_bound: float
+    laplace_scale: float
+
+    @property
+    def vector_mechanism(self) -> LaplaceMechanism:
+        """The upload as one Laplace mechanism: L1 sensitivity ``2δD``, scale ``λ`` (noise
+        multiplier ``λ / (2δD)``); what an accountant composes."""
+        return LaplaceMechanism(2.0 * self.clip_bound * self.dim, self.laplace_scale)
 
 
 def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> FedGNNEpsilon:
     """Local-DP epsilon of FedGNN's perturbation (Wu et al. 2021): clip in L∞, add Laplace.
 
     A client uploads ``g̃ = clip_linf(g, δ) + Lap(λ)^D`` (``δ = clip_bound``, ``λ = laplace_scale``,
-    ``D = dim``). Neighbouring relation: local DP, i.e. any two gradients ``g, g'`` the same client
-    could have computed in that round (everything about its private data may change).
+    ``D = dim``). Neighbouring relation: local DP, i.e. any two D-dimensional gradients ``g, g'``
+    the same client could have computed in that round (everything about its private data may
+    change, the upload's shape may not: what the shape and the item ids reveal is not covered).
 
-    * Per coordinate: each clipped coordinate lies in ``[-δ, δ]``, so ``|g_i - g'_i| <= 2δ`` and
-      releasing coordinate ``i`` is ``2δ/λ``-DP. This bounds what one coordinate reveals if all
-      other coordinates were public; it is the figure FedGNN reports.
-    * Whole vector: ``||g - g'||_1 <= 2δD``, so one upload is ``2δD/λ``-DP (pure). This is the
-      guarantee for the client's upload; it grows linearly with the number of coordinates.
+    * Whole vector (the guarantee): ``||clip(g) - clip(g')||_1 <= 2δD``, so one upload is
+      ``ε = 2δD/λ``-DP (pure; :attr:`FedGNNEpsilon.vector_mechanism`). It grows linearly with D:
+      with δ 0.1 and λ 0.2 it is D itself, tens of thousands of coordinates per upload on
+      ML-100K, i.e. no meaningful protection of the gradient values.
+    * Per coordinate (secondary): each clipped coordinate lies in ``[-δ, δ]``, so releasing
+      coordinate ``i`` alone is ``2δ/λ``-DP. This bounds what one coordinate reveals if all
+      the others were public; it is the figure FedGNN reports, and it does not bound what a
+      client releases.
 
-    Both are for ONE upload; T rounds compose to ``T·ε`` (basic composition of pure DP).
+    Both are for ONE upload; a client composes the uploads of the rounds it took part in
+    (:func:`fedrec.privacy.accounting.worst_client_accountant`).
     """
     clip_bound = _positive("clip bound", clip_bound)
     laplace_scale = _positive("Laplace scale", laplace_scale)
@@ -209,4 +223,4 @@ def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> Fed
         raise ConfigError(f"dim must be a positive integer, got {dim}")
     per_coordinate = 2.0 * clip_bound / laplace_scale
     return FedGNNEpsilon(per_coordinate=per_coordinate, per_vector=per_coordinate * int(dim),
-                         dim=int(dim))
+                         dim=int(dim), clip_bound=clip_bound, laplace_scale=laplace_scale)

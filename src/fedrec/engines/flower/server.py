@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, ServerLogic, Trainer
+from fedrec.algorithms.base import AlgorithmSpec, ServerLogic, Trainer, observe
 from fedrec.config import RunConfig, to_dict
 from fedrec.engines.common import drive, load_sliced, metadata_dataset, public_meta, resolve
 from fedrec.engines.flower.deploy import decode_config
@@ -59,6 +59,7 @@ class FlowerTrainer(Trainer):
 
     def train_round(self, rnd: int) -> dict[str, float]:
         self.runtime.begin_round(rnd)
+        observe(self.server, self.runtime)
         return self.server.run_round(self.runtime, rnd)
 
     def evaluate(self) -> dict[str, float]:
