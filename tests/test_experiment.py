@@ -13,6 +13,7 @@ import torch
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from fedrec.federation.secrets import ClientSecrets
 
 # Small but real: sampled cohorts and dropouts make the resumed rounds depend on the keyed RNG.
 SETTINGS = {
@@ -61,10 +62,13 @@ def runs(request, data_root: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 def _make_runs(alg: str, data_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    # The uninterrupted and the interrupted run share the experimenter's client secret; the
+    # resumed run is given none and must continue with the checkpoint's.
+    secrets = ClientSecrets(bytes(range(32)))
     full_dir = tmp_path_factory.mktemp(f"{alg}-full")
-    full = _run(alg, data_root, full_dir)
+    full = _run(alg, data_root, full_dir, client_secrets=secrets)
     part_dir = tmp_path_factory.mktemp(f"{alg}-part")
-    partial = _run(alg, data_root, part_dir, stop_after=2)
+    partial = _run(alg, data_root, part_dir, stop_after=2, client_secrets=secrets)
     after_stop = {
         "status": partial.status,
         "files": sorted(p.name for p in part_dir.iterdir()),

@@ -15,18 +15,29 @@ import pytest
 import torch
 
 from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.ptf_fedrec import (
     PTFClient,
     PTFFedRecConfig,
-    build_ptf_fedrec,
+    build_ptf_fedrec_job,
     swap_top_scores,
 )
 from fedrec.config import build_config
 from fedrec.errors import ConfigError
 from fedrec.federation.message import Message
+from fedrec.federation.secrets import ClientSecrets
 
 # Listed first in every test's fixture closure, so module-scoped runs get one thread too.
 pytestmark = pytest.mark.usefixtures("one_thread_module")
+
+
+SECRETS = ClientSecrets(bytes(range(32)))
+
+
+def _build(cfg: PTFFedRecConfig, ds) -> FederatedTrainer:
+    """The simulator under one client secret: tests compare runs draw for draw."""
+    return FederatedTrainer(build_ptf_fedrec_job(cfg, ds, torch.device("cpu")), cfg,
+                            torch.device("cpu"), SECRETS)
 
 
 def _cfg(**over) -> PTFFedRecConfig:
@@ -36,7 +47,7 @@ def _cfg(**over) -> PTFFedRecConfig:
 @pytest.fixture(scope="module")
 def run(ml100k):
     cfg = _cfg(rounds=2, eval_clients=False)
-    trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+    trainer = _build(cfg, ml100k)
     tap: list[Message] = []  # every delivered message
     trainer.runtime.observers.append(tap.append)
     before = trainer.evaluate()
@@ -49,7 +60,7 @@ def run(ml100k):
 def undefended(ml100k):
     cfg = _cfg(rounds=1, defense="none", clients_per_round=150, server_epochs=1,
                eval_clients=False)
-    trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+    trainer = _build(cfg, ml100k)
     return trainer.train_round(1)
 
 
@@ -179,7 +190,7 @@ def test_random_dispersal_ablations(ml100k):
     for mode in ("mixed", "random"):
         cfg = _cfg(rounds=1, clients_per_round=60, local_epochs=1, server_epochs=1,
                    eval_clients=False, attack=False, dispersal=mode)
-        trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+        trainer = _build(cfg, ml100k)
         tap: list[Message] = []
         trainer.runtime.observers.append(tap.append)
         trainer.train_round(1)
@@ -277,7 +288,8 @@ def test_client_randomness_is_cohort_independent(ml100k):
     outs = []
     for cohort in (ids[:3], ids[:1] + ids[3:]):
         rt = InProcessRuntime(client_data={i: job.client_data[i] for i in ids},
-                              client_logic=PTFClient(cfg, ml100k.num_items), seed=0)
+                              client_logic=PTFClient(cfg, ml100k.num_items), seed=0,
+                              client_secrets=SECRETS)
         rt.begin_round(1)
         outs.append(rt.broadcast("train", cohort, {}))
     a, b = outs[0][ids[0]], outs[1][ids[0]]
@@ -287,7 +299,7 @@ def test_client_randomness_is_cohort_independent(ml100k):
 
 def _first_uploads(ml100k, **over) -> dict[int, dict]:
     cfg = _cfg(rounds=1, clients_per_round=60, server_epochs=1, eval_clients=False, **over)
-    trainer = build_ptf_fedrec(cfg, ml100k, torch.device("cpu"))
+    trainer = _build(cfg, ml100k)
     ups: dict[int, dict] = {}
     trainer.runtime.observers.append(
         lambda m: ups.__setitem__(m.sender, m.payload) if m.step == "train"
