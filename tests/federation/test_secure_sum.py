@@ -114,7 +114,9 @@ def test_secure_fcf_equals_plain_fcf(ds, bits: int, tol: float) -> None:
     assert (a.b_i - b.b_i).abs().max().item() <= tol
     ea, eb = secure.evaluate(), plain.evaluate()
     assert all(abs(ea[k] - eb[k]) <= 1e-5 for k in eb), (ea, eb)
-    assert secure.privacy_report()["secure_aggregation"].startswith("Bonawitz")
+    report = secure.privacy_report()
+    assert report["secure_aggregation"] is True and report["protection"].startswith(
+        "secure aggregation (Bonawitz")
 
 
 def test_server_sees_only_masked_uploads(ds) -> None:
