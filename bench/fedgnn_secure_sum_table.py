@@ -31,6 +31,9 @@ RUNS = [
     ("ml-100k", "pseudo, M = 0", "off", "results/fedgnn-secure-sum/ml-100k-pseudo-clip",
      f"{BASE} --dataset ml-100k {C160} --set laplace=0.0 --set pseudo_items=0 "
      "--out runs/secsum/ml-100k-pseudo-clip"),
+    ("ml-100k", "secure_sum", "off", "results/fedgnn-secure-sum/ml-100k-secsum-clip",
+     f"{BASE} --dataset ml-100k {C160} --set laplace=0.0 --set item_privacy=secure_sum "
+     "--out runs/secsum/ml-100k-secsum-clip"),
     ("ml-100k", "secure_sum (40 rounds)", "off",
      "results/fedgnn-secure-sum/ml-100k-secsum-clip-40",
      f"{BASE} --dataset ml-100k {C160} --set rounds=40 --set laplace=0.0 "

@@ -57,8 +57,16 @@ reported (it would be an individual value). Guarantee (honest-but-curious server
 sum and who survived, nothing about one client's vector; clients dropping after sharing keys
 are left out, fewer than ``t`` survivors abort the run. Cost: dense uploads (4 bytes a
 coordinate at 32 bits: ~0.47 MB per client on ML-100K, dim 64), three more round trips, and per
-client ``2 |S|`` X25519 agreements and ``|S|`` AES-CTR expansions of the vector: the measured
-figures and the RMSE are in ``results/fedgnn-secure-sum.md``.
+client ``2 |S|`` X25519 agreements and ``|S|`` AES-CTR expansions of the vector.
+
+Measured (``results/fedgnn-secure-sum.md``; ML-100K, seed 0, 160 rounds of 128 clients,
+``fedrec run fedgnn --dataset ml-100k --threads 1 --set rounds=160 --set eval_every=8 --set
+init_std=0.1 --set lr_decay=0.92`` plus the settings named): with LDP (``--set item_avg=cohort
+--set item_privacy=secure_sum``) RMSE 0.9734, against 0.9700 for the paper's 1000 pseudo items
+(no further settings); without noise (``--set laplace=0.0 --set item_privacy=secure_sum``) the
+run follows the paper's mode without pseudo items up to the fixed-point rounding (RMSE after 40
+rounds 0.99073 against 0.99070). Uploads 61.6 MiB per round against 39.6 MiB with pseudo items;
+about 15 s per round against 0.8 s on the 2 shared cores, nearly all of it the secure sum.
 
 Graph expansion (Algorithm 2), once, at the start of the first round after ``expand_after``
 epochs (an epoch = ``ceil(num_clients / clients_per_round)`` rounds):
