@@ -39,8 +39,9 @@ client (:meth:`FedGNNClient.secure_input`):
   LDP on, every coordinate gets ``Lap(laplace)``, the zeros included, before it is masked:
   local DP then holds for the whole vector against anyone, the server included, even if the
   secure sum were broken; the per-vector epsilon counts all ``P + num_items x width``
-  coordinates (more than a pseudo-item upload's). With LDP off the clip is still needed: the
-  fixed-point ring holds bounded values only (``clip > 0`` is required).
+  coordinates (as many as the largest pseudo-item uploads, more than the mean one). With LDP
+  off the clip is still needed: the fixed-point ring holds bounded values only (``clip > 0``
+  is required).
 * with ``item_avg="uploaders"``, then ``num_items`` more coordinates: the rated-item indicator
   times the ring bound, so the server can divide each item row by its number of raters (it
   cannot count uploaders in a sum otherwise). That block is exact, not noised: it is protected
@@ -497,10 +498,9 @@ class FedGNNClient(PartyLogic):
     def secure_input(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
                      g_items: torch.Tensor) -> np.ndarray:
         """The client's input to the secure sum (see :meth:`FedGNNServer.secure_sum`): its
-        GNN-weight gradient
-        and its item gradient dense over all items (zero rows for items it did not rate),
-        clipped and, under LDP, noised on every coordinate, so the vector's shape and its
-        noised zeros say nothing about which items are rated; then, with
+        GNN-weight gradient and its item gradient dense over all items (zero rows for items it
+        did not rate), clipped and, under LDP, noised on every coordinate, so the vector's
+        shape and its noised zeros say nothing about which items are rated; then, with
         ``item_avg="uploaders"``, its rated-item indicator times the ring bound (the server
         needs per-item counts; this block is exact, not noised)."""
         cfg, (n, width) = self.cfg, (g_model.numel(), g_items.shape[1])
