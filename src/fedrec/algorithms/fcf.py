@@ -40,7 +40,6 @@ the cohort's summed loss yields each client's exact individual gradient.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +60,7 @@ from fedrec.algorithms.mf_common import (
 from fedrec.config import check_range
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
-from fedrec.errors import ConfigError, ProtocolError
+from fedrec.errors import ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_seeds
@@ -72,6 +71,7 @@ from fedrec.federation.secure_sum import (
     run_secure_sum,
     secure_sum_config,
     secure_sum_request,
+    validate_secure_sum_options,
 )
 from fedrec.models.mf import bpr_loss, init_factors, rating_loss, sample_negatives
 from fedrec.privacy.report import no_guarantee
@@ -90,11 +90,7 @@ class FCFConfig(MFConfig):
         super().validate()
         check_range("local_steps", self.local_steps, 1)
         check_range("lr_user", self.lr_user, 0.0, low_open=True)
-        check_range("secagg_threshold", self.secagg_threshold, 0.5, 1.0, low_open=True)
-        check_range("secagg_clip", self.secagg_clip, 0.0, low_open=True)
-        if not math.isfinite(self.secagg_clip):
-            raise ConfigError(f"secagg_clip must be finite, got {self.secagg_clip}")
-        check_range("secagg_bits", self.secagg_bits, 16, 64)
+        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits)
 
 
 class FCFClient(PartyLogic):

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedrec.config import check_range
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.message import PartyId
@@ -63,6 +64,7 @@ __all__ = [
     "secure_sum_config",
     "secure_sum_request",
     "threshold_count",
+    "validate_secure_sum_options",
 ]
 
 STEP_SHARE = "secagg_share"
@@ -82,6 +84,17 @@ def threshold_count(cohort: int, threshold: float) -> int:
     if cohort < 2:
         raise ProtocolError(f"secure aggregation needs at least 2 clients, got {cohort}")
     return min(cohort, max(2, math.ceil(threshold * cohort - 1e-9)))
+
+
+def validate_secure_sum_options(threshold: float, clip: float, bits: int,
+                                prefix: str = "secagg") -> None:
+    """The run options every algorithm with a secure sum has (``<prefix>_threshold``,
+    ``_clip``, ``_bits``), checked once here with one-line :class:`ConfigError` messages."""
+    check_range(f"{prefix}_threshold", threshold, 0.5, 1.0, low_open=True)
+    check_range(f"{prefix}_clip", clip, 0.0, low_open=True)
+    if not math.isfinite(clip):
+        raise ConfigError(f"{prefix}_clip must be finite, got {clip}")
+    check_range(f"{prefix}_bits", bits, 16, 64)
 
 
 def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,

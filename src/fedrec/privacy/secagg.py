@@ -43,6 +43,7 @@ and what the sum itself reveals (add differential privacy for that). Choose ``t 
 
 from __future__ import annotations
 
+import hmac
 import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,10 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.privacy.fixedpoint import FixedPointEncoder
@@ -105,12 +104,23 @@ def _pair(u: int, v: int) -> bytes:
     return struct.pack(">II", min(u, v), max(u, v))
 
 
+_HKDF_SALT = bytes(32)  # RFC 5869: no salt = HashLen zero bytes
+
+
+def _hkdf_sha256(secret: bytes, info: bytes) -> bytes:
+    """HKDF-SHA256 (RFC 5869) with no salt, 32 output bytes: ``T(1) = HMAC(HMAC(0^32, secret),
+    info || 0x01)``. The same bytes as ``cryptography``'s HKDF, at a fifth of its cost (two
+    stdlib HMAC calls; ~2n derivations per client and sum)."""
+    prk = hmac.digest(_HKDF_SALT, secret, "sha256")
+    return hmac.digest(prk, info + b"\x01", "sha256")
+
+
 def _kdf(private: X25519PrivateKey, public: bytes, info: bytes) -> bytes:
     try:
         shared = private.exchange(X25519PublicKey.from_public_bytes(public))
     except ValueError as exc:  # low-order point: the agreed secret would be all zeros
         raise ProtocolError(f"invalid X25519 public key in key agreement: {exc}") from exc
-    return HKDF(algorithm=hashes.SHA256(), length=_KEY_BYTES, salt=None, info=info).derive(shared)
+    return _hkdf_sha256(shared, info)
 
 
 def _mask_sign(u: int, v: int) -> int:
@@ -162,6 +172,9 @@ class SecAggClient:
         self._keys: dict[int, tuple[bytes, bytes]] = {}
         self._u2: set[int] = set()
         self._held: dict[int, tuple[bytes, bytes]] = {}  # owner id -> (s_sk share, b share)
+        # Share-encryption key per peer, kept from share_keys to open its shares in the next
+        # step: the same key both ways, so one X25519 agreement instead of two per peer.
+        self._enc: dict[int, bytes] = {}
 
     def export_state(self) -> dict[str, object]:
         """The client's protocol state as plain values (bytes, ints, dicts), so that a party
@@ -179,7 +192,7 @@ class SecAggClient:
                        "modulus_bits": cfg.modulus_bits},
             "client_id": self.client_id, "step": self._step, "c_sk": raw(self._c_sk),
             "s_sk": raw(self._s_sk), "b_seed": self._b_seed, "keys": dict(self._keys),
-            "u2": sorted(self._u2), "held": dict(self._held),
+            "u2": sorted(self._u2), "held": dict(self._held), "enc": dict(self._enc),
         }
 
     @classmethod
@@ -198,6 +211,7 @@ class SecAggClient:
         client._keys = dict(state["keys"])  # type: ignore[call-overload]
         client._u2 = set(state["u2"])  # type: ignore[call-overload]
         client._held = dict(state["held"])  # type: ignore[call-overload]
+        client._enc = dict(state.get("enc", {}))  # type: ignore[call-overload]
         return client
 
     def _advance(self, expected: int, name: str) -> None:
@@ -244,7 +258,7 @@ class SecAggClient:
         for v in holders:
             if v == me:
                 continue
-            key = _kdf(self._c_sk, self._keys[v][0], _ENC_INFO + _pair(me, v))
+            key = self._enc[v] = _kdf(self._c_sk, self._keys[v][0], _ENC_INFO + _pair(me, v))
             nonce = self._rand(_NONCE_BYTES)
             route = struct.pack(">II", me, v)
             plaintext = route + s_shares[v] + b_shares[v]
@@ -274,6 +288,7 @@ class SecAggClient:
             seed = _kdf(self._s_sk, self._keys[v][1], _MASK_INFO + _pair(me, v))
             prg_accumulate(y, seed, _mask_sign(me, v))
         self._b_seed = b""  # only the Shamir shares are needed from now on
+        self._enc = {}
         return {"y": cfg.encoder.reduce(y)}
 
     def _open_share(self, sender: int, blob: bytes | np.ndarray) -> tuple[bytes, bytes]:
@@ -281,7 +296,8 @@ class SecAggClient:
         assert self._c_sk is not None
         if not isinstance(blob, bytes) or len(blob) <= _NONCE_BYTES:
             raise ProtocolError(f"client {me}: malformed share ciphertext from client {sender}")
-        key = _kdf(self._c_sk, self._keys[sender][0], _ENC_INFO + _pair(me, sender))
+        key = self._enc.get(sender) or _kdf(self._c_sk, self._keys[sender][0],
+                                            _ENC_INFO + _pair(me, sender))
         route = struct.pack(">II", sender, me)
         try:
             plain = AESGCM(key).decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:],
