@@ -130,7 +130,8 @@ def test_killed_supernode_does_not_stop_the_run(
     trained = res["history"][1]["train"]["clients"]
     assert trained in (USERS, USERS - len(lost))
     assert res["final"]["eval_clients"] == USERS - len(lost)
-    expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=trained < USERS)
+    expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=trained < USERS,
+                             client_secrets=SECRETS)
     assert deploy_helpers.rel_diff(res["final"], expected) <= 1e-12
     deploy_helpers.no_process_left(watch)
 

@@ -164,7 +164,8 @@ def test_dead_supernode_is_a_dropout(tmp_path, ml100k_root, simulate_lost) -> No
     assert res["history"][1]["train"]["clients"] == USERS - len(lost)
     assert res["final"]["eval_clients"] == USERS - len(lost)
     # Exactly the simulator with those clients dropped in round 2.
-    expected = simulate_lost(ml100k_root, settings, USERS, lost, train_lost=True)
+    expected = simulate_lost(ml100k_root, settings, USERS, lost, train_lost=True,
+                             client_secrets=SECRETS)
     assert rel_diff(res["final"], expected) <= 1e-12
 
 

@@ -79,6 +79,7 @@ def test_secure_run_survives_a_killed_supernode(runs, ml100k_root, simulate_lost
     assert round2["clients"] == USERS - len(lost)
     assert round2["dropped_after_keys"] in (0, len(lost))
     assert res["final"]["eval_clients"] == USERS - len(lost)
-    expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=True)
+    expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=True,
+                             client_secrets=SECRETS)
     assert h.rel_diff(res["final"], expected) <= 1e-12
     h.no_process_left(watch)
