@@ -146,7 +146,7 @@ def test_fedgnn_secure_sum_equals_simulator(tmp_path, ml100k_root) -> None:
     settings = dict(FEDGNN, item_privacy="secure_sum", neighbours=0)
     res, _ = local_run(tmp_path, ml100k_root, "fedgnn", settings)
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=settings,
-                   max_users=USERS).to_json()
+                   max_users=USERS, client_secrets=SECRETS).to_json()
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["train"]["clients"] == b["train"]["clients"] == 16
         assert rel_diff(a["eval"], b["eval"]) <= 1e-6
