@@ -38,9 +38,9 @@ from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf
 from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec
 from fedrec.attacks.seed_replay import (
     FedGNNReplay,
+    FedMFKeyReplay,
     PTFReplay,
     fedgnn_replayed_expansion_key,
-    fedmf_key_replayed,
 )
 from fedrec.config import build_config
 from fedrec.data import load_dataset
@@ -84,13 +84,10 @@ def fedmf_rows(ds) -> dict:
     cfg = build_config(FedMFConfig, "fedmf", "ml-100k",
                        overrides={"rounds": 1, "key_bits": 512, "clients_per_round": 2})
     trainer = build_fedmf(cfg, slice_users(ds, 20), CPU)
-    seen: list = []
-    trainer.runtime.observers.append(
-        lambda m: seen.append(m.payload["n"]) if m.step == "public_key" and m.direction == "up"
-        else None)
+    replay = FedMFKeyReplay(cfg.seed, 512)
+    trainer.runtime.observers.append(replay)
     trainer.train_round(1)
-    n = seen[0] if isinstance(seen[0], bytes) else bytes(np.asarray(seen[0], dtype=np.uint8))
-    return {"fedmf_key_rebuilt": fedmf_key_replayed(cfg.seed, 512, n)}
+    return {"fedmf_key_rebuilt": bool(replay.rebuilt) and all(replay.rebuilt)}
 
 
 COLUMNS = [("label", "{}"), ("fedgnn_uploads", "{}"), ("fedgnn_f1", "{:.3f}"),

@@ -18,9 +18,9 @@ from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf
 from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec
 from fedrec.attacks.seed_replay import (
     FedGNNReplay,
+    FedMFKeyReplay,
     PTFReplay,
     fedgnn_replayed_expansion_key,
-    fedmf_key_replayed,
 )
 from fedrec.config import build_config
 from fedrec.engines.common import slice_users
@@ -82,11 +82,7 @@ def test_fedmf_key_cannot_be_rebuilt(ml100k, bits):
     cfg = build_config(FedMFConfig, "fedmf", "ml-100k",
                        overrides={"rounds": 1, "key_bits": bits, "clients_per_round": 2})
     trainer = build_fedmf(cfg, slice_users(ml100k, 20), CPU)
-    seen: list = []
-    trainer.runtime.observers.append(
-        lambda m: seen.append(m.payload["n"]) if m.step == "public_key" and m.direction == "up"
-        else None)
+    replay = FedMFKeyReplay(cfg.seed, bits)
+    trainer.runtime.observers.append(replay)
     trainer.train_round(1)
-    assert seen
-    assert not fedmf_key_replayed(cfg.seed, bits, bytes(np.asarray(seen[0], dtype=np.uint8))
-                                  if not isinstance(seen[0], bytes) else seen[0])
+    assert replay.rebuilt and not any(replay.rebuilt)

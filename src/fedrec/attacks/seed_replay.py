@@ -200,6 +200,23 @@ def fedmf_key_replayed(seed: int, key_bits: int, observed_n: bytes) -> bool:
         public_key_from_bytes(observed_n)
 
 
+class FedMFKeyReplay:
+    """Observer of FedMF's ``public_key`` replies: whether each received modulus is the one the
+    server rebuilds from the public seed (:func:`fedmf_key_replayed`)."""
+
+    def __init__(self, seed: int, key_bits: int) -> None:
+        self.seed = seed
+        self.key_bits = key_bits
+        self.rebuilt: list[bool] = []
+
+    def __call__(self, msg: Message) -> None:
+        if msg.step != "public_key" or msg.direction != "up":
+            return
+        n = msg.payload["n"]
+        n = n if isinstance(n, bytes) else bytes(np.asarray(n, dtype=np.uint8))
+        self.rebuilt.append(fedmf_key_replayed(self.seed, self.key_bits, n))
+
+
 def fedgnn_replayed_expansion_key(seed: int, rnd: int) -> bytes:
     """The AES key of a round's graph expansion as derived from the public seed."""
     return hashlib.blake2b(repr((seed, rnd, "fedgnn-key")).encode(), digest_size=32).digest()

@@ -252,12 +252,12 @@ class InProcessRuntime(Runtime):
         return True
 
     def _context(self, party: PartyId, step: str) -> PartyContext:
+        role = role_of(party)
         if isinstance(party, int):
             data = self._client_data[party]
             logic = self.client_logic
         else:
-            logic, data = self.services[role_of(party)]
-        role = role_of(party)
+            logic, data = self.services[role]
         # Clients derive from the root; a service from its own root (what its node is given).
         root = self.__secrets if role == "client" else self.__secrets.for_service(role)
         secret = self.__party_secrets.get(party)
