@@ -15,6 +15,7 @@ from fedrec.data.types import (
     KNOWN_SPLITS,
     GraphDataset,
     InteractionDataset,
+    Interactions,
     RatingDataset,
     check_split,
 )
@@ -71,12 +72,15 @@ class ClientData:
         return np.concatenate([self.rows(s)[0] for s in KNOWN_SPLITS[check_split(split)]])
 
 
-def _group(users: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, list[list[np.ndarray]]]:
-    """Unique users and, per column, the list of per-user chunks (stable order within a user)."""
-    order = np.argsort(users, kind="stable")
-    su = users[order]
-    uniq, starts = np.unique(su, return_index=True)
-    return uniq, [np.split(c[order], starts[1:]) for c in cols]
+def _sorted_by_user(inter: Interactions, num_users: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(items, values)`` sorted by user (stable within a user) and, per user id, the start
+    and end of its rows there: one argsort per part; a client's chunk is then a slice."""
+    order = np.argsort(inter.users, kind="stable")
+    su = inter.users[order]
+    ids = np.arange(num_users)
+    return (inter.items[order], inter.values[order], np.searchsorted(su, ids, "left"),
+            np.searchsorted(su, ids, "right"))
 
 
 def partition_by_user(
@@ -86,30 +90,19 @@ def partition_by_user(
     :meth:`user_ids`); with ``include_test_only`` also users that only have test rows.
 
     Validation and test rows of users without training rows are dropped unless
-    ``include_test_only``. Vectorised (one argsort and ``np.split`` per part), then each chunk
-    is copied.
+    ``include_test_only``. Vectorised (one argsort per part), then each user's slice is copied.
     """
-    parts = {}
-    for name in ("train", "valid", "test"):
-        inter = getattr(ds, name)
-        users, (items, vals) = _group(inter.users, inter.items, inter.values)
-        parts[name] = ({int(u): k for k, u in enumerate(users)}, items, vals)
+    n_users = int(max(ds.num_users, *(int(x.users.max(initial=-1)) + 1
+                                      for x in (ds.train, ds.valid, ds.test))))
+    parts = [_sorted_by_user(getattr(ds, name), n_users) for name in ("train", "valid", "test")]
     tr_users = np.unique(ds.train.users)
     clients_users = np.union1d(tr_users, ds.test.users) if include_test_only else tr_users
-    empty_i = np.empty(0, dtype=ds.train.items.dtype)
-    empty_v = np.empty(0, dtype=ds.train.values.dtype)
-
-    def chunk(name: str, u: int) -> tuple[np.ndarray, np.ndarray]:
-        pos, items, vals = parts[name]
-        k = pos.get(u)
-        if k is None:
-            return _own(empty_i), _own(empty_v)
-        return _own(items[k]), _own(vals[k])
-
     feats = ds.user_features
     out: dict[int, ClientData] = {}
     for u in clients_users.tolist():
-        (tr_i, tr_v), (va_i, va_v), (te_i, te_v) = (chunk(n, u) for n in parts)
+        (tr_i, tr_v), (va_i, va_v), (te_i, te_v) = (
+            (_own(items[lo[u]:hi[u]]), _own(vals[lo[u]:hi[u]]))
+            for items, vals, lo, hi in parts)
         out[u] = ClientData(
             user=u, train_items=tr_i, train_values=tr_v, test_items=te_i, test_values=te_v,
             valid_items=va_i, valid_values=va_v,

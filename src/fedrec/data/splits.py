@@ -42,22 +42,28 @@ def per_user_split(
     ``n_u >= 2`` and ``test_fraction > 0``) go to test; a user with a single row keeps it in train.
     """
     _check_fraction(test_fraction)
-    n = len(inter)
-    if n == 0:
+    if len(inter) == 0:
         return inter, inter
+    test_mask = _per_user_mask(inter, test_fraction, seed)
+    return inter.select(~test_mask), inter.select(test_mask)
+
+
+def _per_user_mask(inter: Interactions, fraction: float, seed: int) -> np.ndarray:
+    """The held-out rows of :func:`per_user_split`, as a mask over ``inter``'s rows."""
+    n = len(inter)
     rng = np.random.default_rng(seed)
     key = rng.random(n)
     order = np.lexsort((key, inter.users))
     users_sorted = inter.users[order]
     _, start, counts = np.unique(users_sorted, return_index=True, return_counts=True)
-    n_test = np.floor(test_fraction * counts).astype(np.int64)
-    if test_fraction > 0:
+    n_test = np.floor(fraction * counts).astype(np.int64)
+    if fraction > 0:
         n_test = np.where(counts >= 2, np.maximum(n_test, 1), 0)
     rank = np.arange(n) - np.repeat(start, counts)
     test_sorted = rank < np.repeat(n_test, counts)
     test_mask = np.zeros(n, dtype=bool)
     test_mask[order] = test_sorted
-    return inter.select(~test_mask), inter.select(test_mask)
+    return test_mask
 
 
 def _validation_seed(seed: int) -> int:
@@ -96,7 +102,13 @@ def carve_validation(ds: Dataset, val_fraction: float = VAL_FRACTION, seed: int 
                                    meta={**ds.meta, "validation": note})
     if len(ds.valid):
         raise ValueError(f"{ds.name} already has validation rows")
-    train, valid = per_user_split(ds.train, val_fraction, vseed)
+    # Drawn over the rows sorted by (user, item): the same training rows in another file
+    # order (ML-100K's u1 and mgcnn splits) give the same validation rows.
+    order = np.lexsort((ds.train.items, ds.train.users))
+    held = np.zeros(len(ds.train), dtype=bool)
+    if len(order):
+        held[order] = _per_user_mask(ds.train.select(order), val_fraction, vseed)
+    train, valid = ds.train.select(~held), ds.train.select(held)
     note = {"fraction": float(val_fraction), "seed": int(seed), "rows": len(valid)}
     return dataclasses.replace(ds, train=train, valid=valid,
                                meta={**ds.meta, "validation": note})
