@@ -7,12 +7,18 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.experiment import RESULTS_NAME, run_experiment
-from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from fedrec.federation.checkpoint import (
+    CHECKPOINT_NAME,
+    PACKED,
+    load_checkpoint,
+    unpack_states,
+)
 from fedrec.federation.secrets import ClientSecrets
 
 # Small but real: sampled cohorts and dropouts make the resumed rounds depend on the keyed RNG.
@@ -339,3 +345,102 @@ def test_resume_compares_what_it_can_before_the_data_is_loaded(
         _pmf(unreadable_root, out, overrides={"rounds": 3}, resume=True)
     with pytest.raises(FedrecError, match="line 6"):  # the data is loaded once all else is fine
         _pmf(unreadable_root, out, resume=True)
+
+
+# -- the test rows are never read to train or to choose ----------------------------------------
+
+#: Short real runs that evaluate every round, so that a round is selected among three.
+BLIND = {
+    "fcf": {"rounds": 3, "eval_every": 1, "dim": 8, "clients_per_round": 300, "dropout": 0.2},
+    "fedgnn": {"rounds": 3, "eval_every": 1, "dim": 8, "clients_per_round": 943,
+               "pseudo_items": 50, "neighbours": 4, "expand_after": 1},
+}
+
+
+def _with_other_test_ratings(src: Path, dst: Path) -> Path:
+    """A copy of the staged ML-100K whose u1 test ratings are replaced by ``6 - r`` (in
+    ``u1.test`` and in the ratings file, which must agree); every training rating is kept."""
+    test_lines = (src / "u1.test").read_text().splitlines()
+    test_pairs = {tuple(line.split("\t")[:2]) for line in test_lines}
+
+    def flipped(line: str) -> str:
+        u, i, r, t = line.split("\t")
+        return "\t".join([u, i, str(6 - int(r)), t]) if (u, i) in test_pairs else line
+
+    dst.mkdir(parents=True)
+    for p in src.rglob("*"):
+        if p.is_file() and p.name not in ("u.data", "u1.test"):
+            (dst / p.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+            (dst / p.relative_to(src)).symlink_to(p)
+    data = (src / "u.data").read_text().splitlines()
+    (dst / "u.data").write_text("\n".join(flipped(x) for x in data) + "\n")
+    (dst / "u1.test").write_text("\n".join(flipped(x) for x in test_lines) + "\n")
+    return dst
+
+
+def _tensors(state, path: str = "") -> dict[str, object]:
+    """Every leaf of a (nested) checkpoint state, by its path (packed party states unpacked)."""
+    out: dict[str, object] = {}
+    if isinstance(state, dict) and state.get("format") == PACKED:
+        state = unpack_states(state)
+    if isinstance(state, dict):
+        for key, sub in state.items():
+            out.update(_tensors(sub, f"{path}/{key}"))
+    elif isinstance(state, list | tuple):
+        for n, sub in enumerate(state):
+            out.update(_tensors(sub, f"{path}/{n}"))
+    else:
+        out[path] = state
+    return out
+
+
+def _same_leaf(a: object, b: object) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("alg", list(BLIND))
+def test_changing_the_test_rows_changes_only_the_test_metrics(
+    alg: str, data_root: Path, tmp_path: Path, one_thread_module
+) -> None:
+    if not (data_root / "ml-100k/u1.test").is_file():
+        pytest.skip("staged ml-100k with its u1 split not available")
+    other = _with_other_test_ratings(data_root / "ml-100k", tmp_path / "data" / "ml-100k")
+    runs = {}
+    for name, root in (("staged", data_root), ("flipped", other.parent)):
+        out = tmp_path / name
+        runs[name] = (run_experiment(alg, "ml-100k", data_dir=root, overrides=dict(BLIND[alg]),
+                                     out_dir=out, progress=False,
+                                     client_secrets=ClientSecrets(bytes(range(32)))),
+                      load_checkpoint(out / CHECKPOINT_NAME))
+    (a, ckpt_a), (b, ckpt_b) = runs["staged"], runs["flipped"]
+    assert ckpt_a["made_from"]["data_sha256"] != ckpt_b["made_from"]["data_sha256"]
+    # Training never read a test row: every training statistic, every byte on the wire ...
+    assert [r["train"] for r in _strip_times(a.history)] == [
+        r["train"] for r in _strip_times(b.history)]
+    assert a.communication["by_step"] == b.communication["by_step"]
+    # ... and every tensor of the server's and the parties' states, bit for bit.
+    leaves_a, leaves_b = _tensors(ckpt_a["trainer"]), _tensors(ckpt_b["trainer"])
+    assert leaves_a.keys() == leaves_b.keys()
+    assert any(isinstance(v, torch.Tensor) for v in leaves_a.values())
+    differ = [k for k in leaves_a if not _same_leaf(leaves_a[k], leaves_b[k])]
+    assert differ == []
+    # Selection read validation only: the same metrics and the same round ...
+    for ra, rb in zip(a.history, b.history, strict=True):
+        val_a = {k: v for k, v in ra["eval"].items() if k.startswith("val_")}
+        assert val_a and val_a == {k: v for k, v in rb["eval"].items() if k.startswith("val_")}
+    assert a.selection["select_on"] == "val_rmse"
+    assert a.selection["round"] == b.selection["round"]
+    data = json.loads((tmp_path / "staged" / RESULTS_NAME).read_text())
+    assert data["selection"]["round"] == a.selection["round"]
+    chosen = a.history[a.selection["round"] - 1]["eval"]
+    assert data["selection"]["test"] == {k: v for k, v in chosen.items()
+                                         if not k.startswith("val_")}
+    assert data["selection"]["val_rmse"] == min(r["eval"]["val_rmse"] for r in a.history)
+    # ... while the test metrics, computed on other ratings, do change.
+    for ra, rb in zip(a.history, b.history, strict=True):
+        assert ra["eval"]["rmse"] != rb["eval"]["rmse"]
+    assert a.selection["test"]["rmse"] != b.selection["test"]["rmse"]

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.base import Trainer, build_trainer
+from fedrec.algorithms.base import VAL_PREFIX, Trainer, build_trainer, evaluate_splits
 from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import load_dataset
 from fedrec.data.catalog import get_spec
@@ -52,6 +52,7 @@ class RunResult:
     config: dict[str, Any]
     history: list[dict[str, Any]] = field(default_factory=list)
     final: dict[str, float] = field(default_factory=dict)
+    selection: dict[str, Any] | None = None
     communication: dict[str, Any] = field(default_factory=dict)
     privacy: dict[str, Any] | None = None
     wall_time_s: float = 0.0
@@ -66,6 +67,7 @@ class RunResult:
             "config": self.config,
             "seed": self.config.get("seed"),
             "final": self.final,
+            "selection": self.selection,
             "history": self.history,
             "communication": self.communication,
             "privacy": self.privacy,
@@ -265,7 +267,7 @@ def run_experiment(
         t_round = time.perf_counter()
         row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
         if rnd % cfg.eval_every == 0 or rnd == cfg.rounds:
-            row["eval"] = trainer.evaluate()
+            row["eval"] = evaluate_splits(trainer)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix({k: f"{v:.4g}" for k, v in row["eval"].items() if k in _SHOWN})
         # Evaluation traffic is metered too: it is in this round's totals, under its own step.
@@ -296,6 +298,7 @@ def finish_result(
     privacy report, the wall time (``elapsed_before`` plus the time since ``t0``, a
     :func:`time.perf_counter` reading) and status ``complete``. Every engine ends a run so."""
     result.final = next((h["eval"] for h in reversed(result.history) if "eval" in h), {})
+    result.selection = select_round(result.history)
     result.communication = {
         "totals": trainer.ledger.totals(),
         "by_step": trainer.ledger.by_step(),
@@ -316,6 +319,40 @@ def finish_result(
     result.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result.status = "complete"
     return result
+
+
+#: What :func:`select_round` ranks evaluated rounds by, first present first: (validation
+#: metric name without the prefix, whether higher is better).
+SELECT_ON = (("rmse", False), ("Recall@", True), ("client_Recall@", True), ("accuracy", True),
+             ("f1_micro", True))
+
+
+def select_round(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The round a run would be stopped at, chosen on validation metrics only.
+
+    Among the evaluated rounds, the one with the best ``val_<metric>`` (the first of
+    :data:`SELECT_ON` the evaluations report; ties go to the earliest round), with its test
+    metrics beside it. It is a report: training is not changed. None when no evaluation has
+    validation metrics (a dataset loaded with ``val_fraction=0``)."""
+    rows = [h for h in history if "eval" in h]
+    if not rows:
+        return None
+    names = [k[len(VAL_PREFIX):] for k in rows[-1]["eval"] if k.startswith(VAL_PREFIX)]
+    found = [(n, higher) for prefix, higher in SELECT_ON for n in names
+             if n == prefix or (prefix.endswith("@") and n.startswith(prefix))]
+    if not found:
+        return None
+    metric, higher = found[0]
+    key = VAL_PREFIX + metric
+    scored = [h for h in rows if key in h["eval"]]
+    sign = -1.0 if higher else 1.0
+    best = min(scored, key=lambda h: (sign * h["eval"][key], h["round"]))
+    test = {k: v for k, v in best["eval"].items() if not k.startswith(VAL_PREFIX)}
+    return {
+        "select_on": key, "round": best["round"], key: best["eval"][key], "test": test,
+        "why": f"{'highest' if higher else 'lowest'} {key} of the {len(scored)} evaluated "
+               f"rounds (earliest on a tie); test metrics are never read to choose",
+    }
 
 
 _SHOWN = ("rmse", "Recall@20", "NDCG@20", "accuracy", "f1_micro")

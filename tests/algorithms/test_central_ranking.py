@@ -86,9 +86,15 @@ def test_same_split_as_ptf_fedrec(ml100k):
                                 for u, c in job.client_data.items()))
     theirs_train = set().union(*(pairs(np.full(len(c.train_items), u), c.train_items)
                                  for u, c in job.client_data.items()))
+    theirs_valid = set().union(*(pairs(np.full(len(c.valid_items), u), c.valid_items)
+                                 for u, c in job.client_data.items()))
     assert pairs(ours.test.users, ours.test.items) == theirs_test
     assert pairs(ours.train.users, ours.train.items) == theirs_train
-    assert 0.19 < len(theirs_test) / (len(theirs_test) + len(theirs_train)) < 0.21
+    assert pairs(ours.valid.users, ours.valid.items) == theirs_valid
+    # 20% of each user's positives to test, then 10% of the rest to validation.
+    everything = len(theirs_test) + len(theirs_train) + len(theirs_valid)
+    assert 0.19 < len(theirs_test) / everything < 0.21
+    assert 0.08 < len(theirs_valid) / (len(theirs_valid) + len(theirs_train)) < 0.11
     other = _trainer(ml100k, "neumf", split_seed=4).ds  # the seed matters
     assert pairs(other.test.users, other.test.items) != theirs_test
 

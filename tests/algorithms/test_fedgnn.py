@@ -113,7 +113,9 @@ def test_ldp_uploads_are_clipped_and_noised(ds) -> None:
         assert not torch.allclose(g_noisy, g_clip)
         assert noisy[c]["grad_model"].abs().max() > 0.1  # noise exceeds the clip bound
         diff = (g_noisy - g_clip).flatten()
-        assert abs(float(diff.abs().mean()) - 0.2) < 0.03  # E|Lap(0.2)| = 0.2
+        # E|Lap(0.2)| = 0.2 and sd|Lap(0.2)| = 0.2: within 4 standard errors of the mean of
+        # the upload's coordinates (client 3 uploads only 13 items x 16 = 208 of them).
+        assert abs(float(diff.abs().mean()) - 0.2) < 4 * 0.2 / diff.numel() ** 0.5
         # The loss is a function of the ratings that the noise does not cover: it goes up only
         # from runs without local DP.
         assert "loss" in clean[c] and "loss" in clipped[c] and "loss" not in noisy[c]

@@ -192,7 +192,7 @@ def test_ml100k_recbole_wheel_fallback(
         "recbole/ml-100k.inter": "ok", "recbole/ml-100k.user": "ok", "recbole/ml-100k.item": "ok",
         "u.data": "ok", "u.user": "ok",  # rebuilt byte-identical to GroupLens's files
     }  # fmt: skip
-    ds = load_dataset("ml-100k", tmp_path / "data")
+    ds = load_dataset("ml-100k", tmp_path / "data", val_fraction=0.0)  # the loader's own split
     assert (ds.num_users, ds.num_items, len(ds.train), len(ds.test)) == (943, 1682, 80_000, 20_000)
     assert ds.item_features.shape == (1682, 19) and "recbole/ml-100k.item" in ds.meta["source"]
     assert root == tmp_path / "data/ml-100k"

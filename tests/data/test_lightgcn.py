@@ -20,7 +20,7 @@ CASES = [
 def test_staged_counts(data_root: Path, need, case) -> None:
     name, n_users, n_items, n_train, n_test = case
     need(data_root / name, "train.txt", "test.txt", "user_list.txt", "item_list.txt")
-    ds = load_dataset(name, data_root)
+    ds = load_dataset(name, data_root, val_fraction=0.0)  # the loader's own split
     assert isinstance(ds, InteractionDataset)
     assert (ds.num_users, ds.num_items) == (n_users, n_items)
     assert (len(ds.train), len(ds.test)) == (n_train, n_test)
@@ -54,7 +54,7 @@ def write(root: Path, train: str, test: str, n_items: int | None = None) -> Path
 
 def test_format_empty_user_line_and_universe(tmp_path: Path) -> None:
     write(tmp_path, "0 1 2 3\n1\n2 0\n", "0 4\n1 2\n\n", n_items=6)
-    ds = load_dataset("gowalla", tmp_path)
+    ds = load_dataset("gowalla", tmp_path, val_fraction=0.0)
     assert (ds.num_users, ds.num_items) == (3, 6)
     assert ds.train.users.tolist() == [0, 0, 0, 2] and ds.train.items.tolist() == [1, 2, 3, 0]
     assert ds.test.users.tolist() == [0, 1] and ds.test.items.tolist() == [4, 2]

@@ -30,7 +30,7 @@ CASES = [
 def test_staged_counts(data_root: Path, need, case) -> None:
     name, file, n_tr, n_te, n_users, n_items, ug, ig, (lo, hi), n_values = case
     need(data_root / name, file)
-    ds = load_dataset(name, data_root)
+    ds = load_dataset(name, data_root, val_fraction=0.0)  # the loader's own split
     assert (ds.num_users, ds.num_items) == (3000, 3000)
     assert (len(ds.train), len(ds.test)) == (n_tr, n_te)
     users = np.union1d(ds.train.users, ds.test.users)

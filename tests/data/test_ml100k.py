@@ -24,7 +24,7 @@ def ml(data_root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def u1(ml: Path) -> RatingDataset:
-    return load_dataset("ml-100k", ml)
+    return load_dataset("ml-100k", ml, val_fraction=0.0)  # the loader's own split
 
 
 def keys(inter, num_items: int = 2000) -> np.ndarray:
@@ -59,17 +59,17 @@ def test_u1_base_rescaled_ratings_are_ignored_with_a_note(u1: RatingDataset) -> 
 
 def test_other_splits_and_random(ml: Path, need) -> None:
     need(ml / "ml-100k", "u3.test", "u3.base")
-    u3 = load_dataset("ml-100k", ml, split="u3")
+    u3 = load_dataset("ml-100k", ml, split="u3", val_fraction=0.0)
     assert (len(u3.train), len(u3.test)) == (80_000, 20_000) and u3.meta["warnings"] == []
-    r1 = load_dataset("ml-100k", ml, split="random", seed=1)
-    r2 = load_dataset("ml-100k", ml, split="random", seed=1)
+    r1 = load_dataset("ml-100k", ml, split="random", seed=1, val_fraction=0.0)
+    r2 = load_dataset("ml-100k", ml, split="random", seed=1, val_fraction=0.0)
     assert (len(r1.train), len(r1.test)) == (90_000, 10_000)
     assert np.array_equal(keys(r1.test), keys(r2.test))
 
 
 def test_mgcnn_split_equals_u1(u1: RatingDataset, ml: Path, need) -> None:
     need(ml / "ml-100k", "mgcnn/split_1.mat")
-    mg = load_dataset("ml-100k", ml, split="mgcnn")
+    mg = load_dataset("ml-100k", ml, split="mgcnn", val_fraction=0.0)
     assert np.array_equal(keys(mg.test), keys(u1.test))
     assert np.array_equal(keys(mg.train), keys(u1.train))
     assert mg.user_graph.shape == (943, 943) and mg.item_graph.shape == (1682, 1682)
@@ -78,7 +78,8 @@ def test_mgcnn_split_equals_u1(u1: RatingDataset, ml: Path, need) -> None:
 
 def test_recbole_source_on_staged_files(ml: Path, u1: RatingDataset, need) -> None:
     need(ml / "ml-100k", *RECBOLE)
-    rb = load_dataset("ml-100k", ml, source="recbole", split="random", test_fraction=0.0)
+    rb = load_dataset("ml-100k", ml, source="recbole", split="random", test_fraction=0.0,
+                      val_fraction=0.0)
     assert (rb.num_users, rb.num_items, len(rb.train)) == (943, 1682, 100_000)
     assert rb.meta["source"].startswith("RecBole")
     assert np.array_equal(rb.user_features, u1.user_features)
@@ -90,7 +91,7 @@ def test_recbole_only_directory_defaults_to_random_80_20(
 ) -> None:
     need(ml / "ml-100k", *RECBOLE)
     mirror(ml / "ml-100k", tmp_path / "ml-100k", RECBOLE)
-    ds = load_dataset("ml-100k", tmp_path)
+    ds = load_dataset("ml-100k", tmp_path, val_fraction=0.0)
     assert (len(ds.train), len(ds.test)) == (80_000, 20_000)
     assert ds.meta["split"].startswith("random 80%/20%")
     assert "RecBole" in capsys.readouterr().err

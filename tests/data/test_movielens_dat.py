@@ -48,7 +48,7 @@ def test_ml1m_with_synthetic_ratings_and_staged_features(
     rows = [(int(u), int(rng.choice(movies)), int(rng.integers(1, 6)))
             for u in rng.integers(1, 6041, size=1000)]  # fmt: skip
     write_ratings(tmp_path / "ml-1m/ratings.dat", rows)
-    ds = load_dataset("ml-1m", tmp_path, seed=3)
+    ds = load_dataset("ml-1m", tmp_path, seed=3, val_fraction=0.0)  # the loader's own split
     assert (ds.num_users, ds.num_items) == (6040, 3883)
     assert (len(ds.train), len(ds.test)) == (900, 100)
     assert ds.user_features.shape == (6040, 30) and ds.item_features.shape == (3883, 18)
@@ -68,7 +68,7 @@ def test_ml10m_half_stars(tmp_path: Path) -> None:
     (tmp_path / "ml-10m/movies.dat").write_text(
         "3::A (1995)::Comedy|IMAX\n10::B (1995)::(no genres listed)\n20::C (1996)::Drama\n"
     )
-    ds = load_dataset("ml-10m", tmp_path, test_fraction=0.25)
+    ds = load_dataset("ml-10m", tmp_path, test_fraction=0.25, val_fraction=0.0)
     assert (ds.num_users, ds.num_items, ds.rating_min) == (3, 3, 0.5)
     assert sorted(np.concatenate([ds.train.values, ds.test.values])) == [0.5, 3.5, 4.5, 5.0]
     assert ds.meta["item_feature_names"][-2:] == ["(no genres listed)", "IMAX"]

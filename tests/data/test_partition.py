@@ -64,7 +64,9 @@ def test_gowalla_partition_is_fast_and_complete(gowalla: InteractionDataset) -> 
     elapsed = time.perf_counter() - start
     assert len(clients) == 29_858
     assert elapsed < 1.5, f"partition took {elapsed:.2f}s"
-    assert sum(c.num_train for c in clients.values()) == 810_128
+    # The loader's 810,128 training rows, 10% of each user's held out for validation.
+    assert sum(c.num_train + c.num_valid for c in clients.values()) == 810_128
+    assert sum(c.num_valid for c in clients.values()) == len(gowalla.valid) > 0
     assert sum(c.num_test for c in clients.values()) == 217_242
     rng = np.random.default_rng(0)
     for u in rng.choice(29_858, size=20, replace=False).tolist():

@@ -38,17 +38,21 @@ def test_unknown_name_lists_known_ones() -> None:
 
 
 def test_unknown_option(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"gowalla: unknown option\(s\) split; accepted: none"):
+    with pytest.raises(ConfigError, match=r"gowalla: unknown option\(s\) split; accepted: "
+                                          r"val_fraction, val_seed$"):
         load_dataset("gowalla", tmp_path, split="u1")
-    with pytest.raises(ConfigError, match="accepted: behavior, k_core, test_fraction, seed"):
+    with pytest.raises(ConfigError, match="accepted: behavior, k_core, test_fraction, seed, "
+                                          "val_fraction, val_seed"):
         load_dataset("steam-200k", tmp_path, k=3)
 
 
 def test_dataset_info(data_root: Path, need) -> None:
     need(data_root / "ml-100k", "u.data", "u.user", "u.item", "u1.test")
     info = dataset_info("ml-100k", data_root)
-    assert (info["num_users"], info["num_items"], info["num_train"], info["num_test"]) == (
-        943, 1682, 80_000, 20_000)  # fmt: skip
+    # u1's 80,000 training ratings, 10% of each user's held out for validation (floor, >= 1).
+    assert (info["num_users"], info["num_items"], info["num_train"] + info["num_valid"],
+            info["num_test"]) == (943, 1682, 80_000, 20_000)  # fmt: skip
+    assert info["num_valid"] == 7592
     assert info["rating_range"] == (1.0, 5.0) and info["observed_range"] == (1.0, 5.0)
     assert info["user_feature_dim"] == 24 and info["item_feature_dim"] == 19
     assert abs(info["sparsity"] - (1 - 100_000 / (943 * 1682))) < 1e-12

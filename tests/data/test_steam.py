@@ -21,7 +21,7 @@ def steam(data_root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def purchases(steam: Path) -> InteractionDataset:
-    return load_dataset("steam-200k", steam)
+    return load_dataset("steam-200k", steam, val_fraction=0.0)  # the loader's own split
 
 
 def test_raw_counts(steam: Path) -> None:
@@ -48,17 +48,17 @@ def test_purchase_dataset_and_split(purchases: InteractionDataset) -> None:
 
 
 def test_seed_and_options(steam: Path, purchases: InteractionDataset) -> None:
-    same = load_dataset("steam-200k", steam, seed=0)
-    other = load_dataset("steam-200k", steam, seed=1)
+    same = load_dataset("steam-200k", steam, seed=0, val_fraction=0.0)
+    other = load_dataset("steam-200k", steam, seed=1, val_fraction=0.0)
     assert np.array_equal(same.test.items, purchases.test.items)
     assert not np.array_equal(other.test.items, purchases.test.items)
-    play = load_dataset("steam-200k", steam, behavior="play")
+    play = load_dataset("steam-200k", steam, behavior="play", val_fraction=0.0)
     assert (play.num_users, play.num_items, len(play.train) + len(play.test)) == (
         11_350,
         3_600,
         70_477,
     )
-    core = load_dataset("steam-200k", steam, k_core=5)
+    core = load_dataset("steam-200k", steam, k_core=5, val_fraction=0.0)
     both = _all_pairs(core)
     assert np.bincount(both[0]).min() >= 5 and np.bincount(both[1]).min() >= 5
     with pytest.raises(ConfigError, match="behavior"):

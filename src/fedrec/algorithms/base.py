@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from fedrec.config import RunConfig
-from fedrec.data.types import Dataset
+from fedrec.data.types import Dataset, check_split
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.runtime import InProcessRuntime, Observer, PartyLogic, Runtime
 from fedrec.federation.secrets import ClientSecrets
@@ -37,8 +37,11 @@ class ServerLogic(ABC):
         """Carry out one round's protocol steps; return training statistics."""
 
     @abstractmethod
-    def evaluate(self, rt: Runtime) -> dict[str, float]:
-        """Test metrics (computed where the algorithm keeps its model: server or clients)."""
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
+        """Metrics on the held-out ``split`` (``valid`` or ``test``, see
+        :data:`fedrec.data.types.EVAL_SPLITS`), computed where the algorithm keeps its model:
+        server or clients. A client-side evaluation names the split in its (metered)
+        ``evaluate`` request; each client then scores its own rows of that split."""
 
     @abstractmethod
     def state_dict(self) -> dict[str, Any]: ...
@@ -91,7 +94,8 @@ class Trainer(ABC):
     def train_round(self, rnd: int) -> dict[str, float]: ...
 
     @abstractmethod
-    def evaluate(self) -> dict[str, float]: ...
+    def evaluate(self, split: str = "test") -> dict[str, float]:
+        """Metrics on ``split``: ``valid`` (model selection) or ``test`` (reporting)."""
 
     @abstractmethod
     def state_dict(self) -> dict[str, Any]: ...
@@ -131,8 +135,8 @@ class FederatedTrainer(Trainer):
         observe(self.job.server, self.runtime)
         return self.job.server.run_round(self.runtime, rnd)
 
-    def evaluate(self) -> dict[str, float]:
-        return self.job.server.evaluate(self.runtime)
+    def evaluate(self, split: str = "test") -> dict[str, float]:
+        return self.job.server.evaluate(self.runtime, check_split(split))
 
     def state_dict(self) -> dict[str, Any]:
         return {"server": self.job.server.state_dict(), "runtime": self.runtime.state_dict()}
@@ -176,6 +180,19 @@ class AlgorithmSpec:
     #: ServerApp attaches them only when the experimenter hands it the ground truth
     #: (``fedrec deploy --experimenter-oracle``).
     instruments: Callable[[RunConfig, Dataset], dict[str, Any]] | None = None
+
+
+#: Prefix of the validation metrics in a history row's ``eval`` (``val_rmse``, ...).
+VAL_PREFIX = "val_"
+
+
+def evaluate_splits(trainer: Trainer) -> dict[str, float]:
+    """One evaluation of a run: the validation metrics, prefixed :data:`VAL_PREFIX`, beside the
+    test metrics. Validation is evaluated first; both are metered evaluation steps of the
+    round. Nothing a run chooses may read the unprefixed (test) metrics."""
+    valid = trainer.evaluate("valid")
+    test = trainer.evaluate("test")
+    return {**{VAL_PREFIX + k: v for k, v in valid.items()}, **test}
 
 
 def build_trainer(spec: AlgorithmSpec, cfg: RunConfig, dataset: Dataset, device: torch.device,

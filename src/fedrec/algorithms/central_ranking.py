@@ -5,7 +5,8 @@ same models (:mod:`fedrec.models.lightgcn`, :mod:`fedrec.models.ncf`) trained wi
 interaction in one place, on the *same* split (:class:`~fedrec.algorithms.ptf_fedrec.
 ImplicitSplitConfig`, :func:`~fedrec.algorithms.ptf_fedrec.implicit_dataset`: equal ``split``,
 ``test_fraction`` and ``split_seed`` give equal train and test sets) and with the same full-ranking
-evaluation (:func:`fedrec.metrics.evaluate_topk`, the user's training items excluded). One
+evaluation (:func:`fedrec.metrics.evaluate_topk`, the user's known items excluded: see
+:class:`~fedrec.algorithms.mf_common.SplitRanking`). One
 "round" is one epoch; Adam, minibatches of ``batch`` training instances in a random order.
 
 * ``lightgcn`` (He et al., SIGIR 2020) and ``ngcf`` (Wang et al., SIGIR 2019): propagation over
@@ -42,12 +43,12 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.base import CentralizedTrainer
+from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ptf_fedrec import ImplicitSplitConfig, implicit_dataset
 from fedrec.config import check_choice, check_range
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
 from fedrec.federation.rng import derive_seed, torch_generator
-from fedrec.metrics import evaluate_topk
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.models.mf import bpr_loss, sample_negatives
@@ -95,6 +96,7 @@ class CentralRankingTrainer(CentralizedTrainer):
         self.keys = torch.sort(self.users * n_i + self.items).values  # for negative sampling
         self.train_csr = tr.to_csr(n_u, n_i)
         self.test_csr = ds.test.to_csr(n_u, n_i)
+        self.ranking = SplitRanking(ds, (cfg.topk,), device=device)
         self.adj: torch.Tensor | None = None
         gen = torch_generator(cfg.seed, "central-init", cfg.model)
         if cfg.model == "neumf":
@@ -165,8 +167,8 @@ class CentralRankingTrainer(CentralizedTrainer):
 
     # -- evaluation ------------------------------------------------------------------------
     @torch.no_grad()
-    def evaluate(self) -> dict[str, float]:
-        """Full-ranking ``Recall@K``, ``NDCG@K``, ... over all items not trained on."""
+    def evaluate(self, split: str = "test") -> dict[str, float]:
+        """Full-ranking ``Recall@K``, ``NDCG@K``, ... on ``split`` (:class:`SplitRanking`)."""
         self.model.eval()
         if isinstance(self.model, ncf.NeuMF):
             score_fn = self.model.score_all
@@ -179,8 +181,7 @@ class CentralRankingTrainer(CentralizedTrainer):
                 return u_emb[users] @ i_emb.T
 
             batch = 2048
-        return evaluate_topk(score_fn, self.train_csr, self.test_csr, ks=(self.cfg.topk,),
-                             batch_size=batch, device=self.device)
+        return self.ranking(score_fn, split, batch_size=batch)
 
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -51,10 +51,12 @@ from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.mf_common import (
     MFConfig,
     cohort_rows,
+    eval_request,
     evaluate_clients_explicit,
     evaluate_clients_ranking,
     rating_unit,
     reduce_client_metrics,
+    requested_split,
     scale_midpoint,
 )
 from fedrec.config import check_range
@@ -143,9 +145,11 @@ class FCFClient(PartyLogic):
         if step == "evaluate":
             p = torch.stack([c.state["p"] for c in ctxs]).to(ctxs[0].device)
             b_u = torch.stack([c.state["b"] for c in ctxs]).to(ctxs[0].device)
+            split = requested_split(payloads[0])
             if self.explicit:
-                return evaluate_clients_explicit(ctxs, p, b_u, q, b_i, self.mu, self.rating_range)
-            return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk)
+                return evaluate_clients_explicit(ctxs, p, b_u, q, b_i, self.mu, self.rating_range,
+                                                 split)
+            return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk, split=split)
         raise ValueError(f"FCF clients have no step {step!r}")
 
     def _train(
@@ -297,8 +301,8 @@ class FCFServer(ServerLogic):
         self.opt.step()
         return {"clients": len(result.survivors), "dropped_after_keys": len(result.dropped)}
 
-    def evaluate(self, rt: Runtime) -> dict[str, float]:
-        replies = rt.broadcast("evaluate", rt.client_ids, self._broadcast())
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
+        replies = rt.broadcast("evaluate", rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), self.explicit)
 
     def privacy_report(self) -> dict[str, Any]:

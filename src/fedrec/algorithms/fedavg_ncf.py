@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
-from fedrec.algorithms.mf_common import reduce_client_metrics
+from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics, requested_split
 from fedrec.algorithms.ptf_fedrec import NCFClientConfig, PTFClient, implicit_dataset
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
@@ -98,7 +98,8 @@ class FedAvgNCFClient(PTFClient):
             part = ctxs[start : start + self.chunk]
             self._load(part, payloads[0])
             try:
-                out.extend(self._local_train(part) if step == "train" else self._evaluate(part))
+                out.extend(self._local_train(part) if step == "train"
+                           else self._evaluate(part, requested_split(payloads[0])))
             finally:
                 self._unload(part)
         return out
@@ -163,8 +164,8 @@ class FedAvgNCFServer(ServerLogic):
         return {"clients": float(len(replies)), "update_norm": shift,
                 "train_rows": float(sum(int(u["n"]) for u in ups))}
 
-    def evaluate(self, rt: Runtime) -> dict[str, float]:
-        replies = rt.broadcast("evaluate", rt.client_ids, self._broadcast())
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
+        replies = rt.broadcast("evaluate", rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def privacy_report(self) -> dict[str, Any]:

@@ -223,11 +223,17 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
-from fedrec.algorithms.mf_common import rating_unit, reduce_client_metrics, scale_midpoint
+from fedrec.algorithms.mf_common import (
+    eval_request,
+    rating_unit,
+    reduce_client_metrics,
+    requested_split,
+    scale_midpoint,
+)
 from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.config import RunConfig, check_choice, check_range
 from fedrec.data.partition import ClientData, partition_by_user
-from fedrec.data.types import Dataset, RatingDataset
+from fedrec.data.types import Dataset, RatingDataset, check_split
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
 from fedrec.federation.message import THIRD_PARTY
@@ -379,16 +385,19 @@ def pad_subgraphs(datas: Sequence[ClientData], e_u: torch.Tensor,
             "e_u": e_u, "e_items": items_table[items]}
 
 
-def pad_tests(datas: Sequence[ClientData]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(test items, test ratings, mask)``, each (B, T), of a chunk of clients."""
-    tmax = max(max((d.num_test for d in datas), default=1), 1)
+def pad_tests(datas: Sequence[ClientData], split: str = "test"
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(items, ratings, mask)`` of the ``split`` rows (``valid`` or ``test``), each (B, T), of
+    a chunk of clients."""
+    rows = [d.rows(check_split(split)) for d in datas]
+    tmax = max(max((len(i) for i, _ in rows), default=1), 1)
     test = torch.zeros(len(datas), tmax, dtype=torch.long)
     vals = torch.zeros(len(datas), tmax)
     tmask = torch.zeros(len(datas), tmax, dtype=torch.bool)
-    for r, data in enumerate(datas):
-        n = data.num_test
-        test[r, :n] = torch.from_numpy(data.test_items.astype(np.int64))
-        vals[r, :n] = torch.from_numpy(data.test_values.astype(np.float32))
+    for r, (items, values) in enumerate(rows):
+        n = len(items)
+        test[r, :n] = torch.from_numpy(items.astype(np.int64))
+        vals[r, :n] = torch.from_numpy(values.astype(np.float32))
         tmask[r, :n] = True
     return test, vals, tmask
 
@@ -618,11 +627,14 @@ class FedGNNClient(PartyLogic):
         table = torch.as_tensor(payload["items"]).float()
         p = gnn.unflatten(torch.as_tensor(payload["model"]).float(), self.template)
         lo, hi = self.rating_range
-        sizes = np.array([c.data.num_train + c.data.num_test for c in ctxs])
+        split = requested_split(payload)
+        # Chunks sized by the scored split only: a validation evaluation never depends on the
+        # test rows, not even through its padding.
+        sizes = np.array([c.data.num_train + len(c.data.rows(split)[0]) for c in ctxs])
         out: list[Payload | None] = [None] * len(ctxs)
         for idx in cohort_chunks(sizes, self.cfg.chunk_slots):
             t = self._pad(ctxs, idx, table)
-            test, vals, tmask = pad_tests([ctxs[i].data for i in idx])
+            test, vals, tmask = pad_tests([ctxs[i].data for i in idx], split)
             with torch.no_grad():
                 pred = self.unit * gnn.cohort_predict(
                     self.cfg.gnn, self.mu / self.unit, p, t["e_u"], t["e_items"], t["mask"],
@@ -828,8 +840,8 @@ class FedGNNServer(ServerLogic):
         return (total[:p].float(), total[p:grads].view(num_items, width).float(), uploads,
                 list(result.survivors))
 
-    def evaluate(self, rt: Runtime) -> dict[str, float]:
-        replies = rt.broadcast("evaluate", rt.client_ids, self._broadcast())
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
+        replies = rt.broadcast("evaluate", rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), True)
 
     def privacy_report(self) -> dict[str, Any]:

@@ -91,7 +91,7 @@ from phe import PaillierPrivateKey, PaillierPublicKey
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.fcf import FCFClient, FCFConfig
-from fedrec.algorithms.mf_common import reduce_client_metrics
+from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.config import check_choice, check_range
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
@@ -246,11 +246,12 @@ class FedMFServer(ServerLogic):
             raise ProtocolError(f"client {client}: malformed partial update")
         return table.add_rows(items, update)
 
-    def evaluate(self, rt: Runtime) -> dict[str, float]:
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         if self.table is None:  # before the first round: set up with the first clients
             self._setup(rt, rt.client_ids)
         assert self.table is not None
-        replies = rt.broadcast("evaluate", rt.client_ids, {"table": self.table.to_wire()})
+        replies = rt.broadcast("evaluate", rt.client_ids,
+                               eval_request({"table": self.table.to_wire()}, split))
         return reduce_client_metrics(replies.values(), explicit=True)
 
     def privacy_report(self) -> dict[str, Any]:

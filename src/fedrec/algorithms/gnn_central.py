@@ -18,7 +18,8 @@ but all ratings sit in one place, so:
   :func:`fedrec.models.gnn.client_loss` mapped over the batch with ``torch.func.vmap``.
 
 One round is one epoch over the users. Nothing is sent: the ledger stays empty and there is no
-privacy guarantee. Evaluation scores each user's test items as FedGNN's clients do.
+privacy guarantee. Evaluation scores each user's items of the evaluated split (validation or
+test) as FedGNN's clients do.
 """
 
 from __future__ import annotations
@@ -142,23 +143,25 @@ class GNNCentralTrainer(CentralizedTrainer):
         return {"train_loss": losses / max(count, 1)}
 
     @torch.no_grad()
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str = "test") -> dict[str, float]:
         cfg = self.cfg
         lo, hi = self.ds.rating_min, self.ds.rating_max
         preds, truth = [], []
-        sizes = np.array([d.num_train + d.num_test for d in self.users])
+        sizes = np.array([d.num_train + len(d.rows(split)[0]) for d in self.users])
         for idx in cohort_chunks(sizes, cfg.chunk_slots):
             batch = [self.users[i] for i in idx]
             rows = torch.tensor([d.user for d in batch])
             t = pad_subgraphs(batch, self.e_user[rows], [None] * len(batch), self.e_item,
                               cfg.dim)
-            test, vals, tmask = pad_tests(batch)
+            test, vals, tmask = pad_tests(batch, split)
             pred = self.unit * gnn.cohort_predict(
                 cfg.gnn, self.mu / self.unit, self._param_dict(), t["e_u"], t["e_items"],
                 t["mask"], self._nb_means(rows), self.e_item[test])
             preds.append(pred.clamp(lo, hi)[tmask].numpy())
             truth.append(vals[tmask].numpy())
         p, y = np.concatenate(preds), np.concatenate(truth)
+        if not len(y):
+            return {}
         return {"rmse": rmse(p, y), "mae": mae(p, y)}
 
     def state_dict(self) -> dict[str, Any]:

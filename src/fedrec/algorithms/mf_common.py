@@ -1,5 +1,12 @@
 """Pieces shared by the matrix-factorisation algorithms (PMF, FCF): config, cohort batching and
-client-side evaluation (each client scores its own test rows and sends back only sums)."""
+client-side evaluation (each client scores its own rows of the evaluated split, validation or
+test, and sends back only sums).
+
+A server asks for an evaluation with :func:`eval_request` (the split travels in the metered
+``evaluate`` message) and each client reads it back with :func:`requested_split`: one
+mechanism for every client-side evaluation (FCF, FedMF, FedGNN, PTF-FedRec, FedAvg-NeuMF).
+A model held in one place (PMF, the centralized ranking baselines, PTF-FedRec's hidden server
+model) is ranked on a split by :class:`SplitRanking`."""
 
 from __future__ import annotations
 
@@ -10,10 +17,16 @@ import numpy as np
 import torch
 
 from fedrec.config import RunConfig, check_range
-from fedrec.data.types import RatingDataset
+from fedrec.data.types import (
+    EVAL_SPLITS,
+    KNOWN_SPLITS,
+    InteractionDataset,
+    RatingDataset,
+    check_split,
+)
 from fedrec.federation.codec import Payload
 from fedrec.federation.runtime import PartyContext
-from fedrec.metrics.ranking import per_user_topk_metrics
+from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models.mf import predict_ratings
 
 
@@ -83,13 +96,56 @@ def cohort_rows(
                       position.to(dev), counts, keys.to(dev))
 
 
+def eval_request(payload: Payload, split: str) -> Payload:
+    """The server's ``evaluate`` message: ``payload`` (e.g. the model) plus the split to score."""
+    return {**payload, "split": check_split(split)}
+
+
+def requested_split(payload: Payload) -> str:
+    """The split an ``evaluate`` message asks a client to score."""
+    return check_split(str(payload["split"]))
+
+
+def known_rows(ctxs: Sequence[PartyContext], split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cohort position, item)`` of the items each client's ranking on ``split`` excludes
+    (:data:`fedrec.data.types.KNOWN_SPLITS`: training items; for test also validation ones)."""
+    parts = [cohort_rows(ctxs, s) for s in KNOWN_SPLITS[check_split(split)]]
+    return torch.cat([r.local for r in parts]), torch.cat([r.items for r in parts])
+
+
+class SplitRanking:
+    """Full-ranking top-K metrics (:func:`fedrec.metrics.evaluate_topk`) of a model held in one
+    place, on a split of ``ds``: ``split="valid"`` ranks every item not trained on and scores
+    the validation items; ``split="test"`` also excludes the validation items and scores the
+    test items (:data:`fedrec.data.types.KNOWN_SPLITS`). The matrices are built once."""
+
+    def __init__(self, ds: RatingDataset | InteractionDataset, ks: tuple[int, ...],
+                 **options: object) -> None:
+        shape = (ds.num_users, ds.num_items)
+        self.matrices = {}
+        for split in EVAL_SPLITS:
+            known, target = ds.known_and_target(split)
+            self.matrices[split] = (known.to_csr(*shape), target.to_csr(*shape))
+        self.ks, self.options = ks, options
+
+    def __call__(self, score_fn: ScoreFn, split: str = "test", **options: object
+                 ) -> dict[str, float]:
+        """The metrics of ``score_fn`` on ``split``; ``{}`` when the split has no rows."""
+        known, target = self.matrices[check_split(split)]
+        if target.nnz == 0:
+            return {}
+        return evaluate_topk(score_fn, known, target, ks=self.ks,
+                             **{**self.options, **options})  # type: ignore[arg-type]
+
+
 def evaluate_clients_explicit(
     ctxs: Sequence[PartyContext], p: torch.Tensor, b_u: torch.Tensor, q: torch.Tensor,
-    b_i: torch.Tensor, mu: float, rating_range: tuple[float, float],
+    b_i: torch.Tensor, mu: float, rating_range: tuple[float, float], split: str = "test",
 ) -> list[Payload]:
-    """Each client predicts its own test ratings (clamped to the scale) and returns error sums;
-    the parameters are in rating units (:func:`rating_unit`), ``mu`` on the rating scale."""
-    rows = cohort_rows(ctxs, "test")
+    """Each client predicts its own ``split`` ratings (clamped to the scale) and returns error
+    sums; the parameters are in rating units (:func:`rating_unit`), ``mu`` on the rating
+    scale."""
+    rows = cohort_rows(ctxs, check_split(split))
     lo, hi = rating_range
     unit = rating_unit(rating_range)
     with torch.no_grad():
@@ -107,18 +163,19 @@ def evaluate_clients_explicit(
 
 def evaluate_clients_ranking(
     ctxs: Sequence[PartyContext], p: torch.Tensor, q: torch.Tensor, k: int,
-    batch: int = 2048,
+    batch: int = 2048, split: str = "test",
 ) -> list[Payload]:
-    """Each client ranks all items it has not trained on and returns its own Recall/NDCG@k."""
+    """Each client ranks all items but its known ones (:func:`known_rows`) and returns its own
+    Recall/NDCG@k on its ``split`` items."""
     out: list[Payload] = []
     num_items = q.shape[0]
     for start in range(0, len(ctxs), batch):
         chunk = ctxs[start : start + batch]
-        train = cohort_rows(chunk, "train")
-        test = cohort_rows(chunk, "test")
+        known_local, known_items = known_rows(chunk, split)
+        test = cohort_rows(chunk, split)
         with torch.no_grad():
             scores = p[start : start + len(chunk)] @ q.T
-            scores[train.local, train.items] = -torch.inf
+            scores[known_local, known_items] = -torch.inf
             top = torch.topk(scores, min(k, num_items), dim=1).indices
         test_keys = torch.sort(test.local * num_items + test.items).values
         keys = torch.arange(len(chunk), device=top.device).unsqueeze(1) * num_items + top

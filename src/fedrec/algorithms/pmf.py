@@ -15,11 +15,11 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import CentralizedTrainer
-from fedrec.algorithms.mf_common import MFConfig, rating_unit, scale_midpoint
+from fedrec.algorithms.mf_common import MFConfig, SplitRanking, rating_unit, scale_midpoint
 from fedrec.config import check_range
-from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
+from fedrec.data.types import Dataset, InteractionDataset, RatingDataset, check_split
 from fedrec.federation.rng import derive_seed, torch_generator
-from fedrec.metrics import evaluate_topk, mae, rmse
+from fedrec.metrics import mae, rmse
 from fedrec.models.mf import bpr_loss, init_factors, predict_ratings, rating_loss, sample_negatives
 
 
@@ -57,6 +57,7 @@ class PMFTrainer(CentralizedTrainer):
         self.items = torch.from_numpy(tr.items.astype(np.int64)).to(device)
         self.values = torch.from_numpy(tr.values.astype(np.float32)).to(device) / self.unit
         self.keys = torch.sort(self.users * dataset.num_items + self.items).values
+        self.ranking: SplitRanking | None = None  # built at the first ranking evaluation
 
     def train_round(self, rnd: int) -> dict[str, float]:
         cfg = self.cfg
@@ -86,23 +87,20 @@ class PMFTrainer(CentralizedTrainer):
         return {"train_loss": total / n}
 
     @torch.no_grad()
-    def evaluate(self) -> dict[str, float]:
-        te = self.ds.test
+    def evaluate(self, split: str = "test") -> dict[str, float]:
+        te = getattr(self.ds, check_split(split))
         if self.explicit:
+            if not len(te):
+                return {}
             u = torch.from_numpy(te.users.astype(np.int64)).to(self.device)
             i = torch.from_numpy(te.items.astype(np.int64)).to(self.device)
             pred = predict_ratings(self.p[u], self.b_u[u], self.q[i], self.b_i[i], self.mu,
                                    self.unit)
             pred = pred.clamp(self.ds.rating_min, self.ds.rating_max).cpu().numpy()
             return {"rmse": rmse(pred, te.values), "mae": mae(pred, te.values)}
-        shape = (self.ds.num_users, self.ds.num_items)
-        return evaluate_topk(
-            lambda users: self.p[users] @ self.q.T,
-            self.ds.train.to_csr(*shape),
-            te.to_csr(*shape),
-            ks=(self.cfg.topk,),
-            device=self.device,
-        )
+        if self.ranking is None:
+            self.ranking = SplitRanking(self.ds, (self.cfg.topk,), device=self.device)
+        return self.ranking(lambda users: self.p[users] @ self.q.T, split)
 
     def state_dict(self) -> dict[str, Any]:
         return {

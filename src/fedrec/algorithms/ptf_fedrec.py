@@ -62,13 +62,15 @@ client's item rows that were never trained are not stored; they are regenerated 
 counter-based initialisation.
 
 Evaluation (``evaluate``): the server model is ranked over all items each user has not trained
-on (``Recall@K``, ``NDCG@K``, ... via :func:`fedrec.metrics.evaluate_topk`; the train/test
-matrices are an experimenter's instrument held next to the server, not something it learns from
-the protocol); each client ranks all items with its own NeuMF and reports only its metrics
-(``client_Recall@K``, ...). The top-guess attack (:class:`fedrec.attacks.TopGuessAttack`) runs as
-an observer on the server's inbox; its per-round means are in each round's training statistics,
-its mean F1 over the run in the privacy report (``measured_attack_f1``: PTF-FedRec's defences
-give no formal guarantee, so the report gives no epsilon).
+on (``Recall@K``, ``NDCG@K``, ... on the validation or test split via
+:class:`~fedrec.algorithms.mf_common.SplitRanking`; its matrices are an experimenter's instrument
+held next to the server, not something it learns from the protocol); each client ranks all
+items but its known ones with its own NeuMF and reports only its metrics on the split the
+``evaluate`` request names (``client_Recall@K``, ...). The top-guess attack
+(:class:`fedrec.attacks.TopGuessAttack`) runs as an observer on the server's inbox; its
+per-round means are in each round's training statistics, its mean F1 over the run in the
+privacy report (``measured_attack_f1``: PTF-FedRec's defences give no formal guarantee, so the
+report gives no epsilon).
 Both instruments come from :func:`ptf_instruments` (the registry's ``instruments``): a server
 built on public metadata only (a Flower ServerApp) has neither unless the experimenter attaches
 them (``fedrec deploy --experimenter-oracle``); without them it reports the clients' metrics
@@ -93,7 +95,6 @@ train + test rows are re-split per user (``test_fraction``, seed ``split_seed``)
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,11 +105,17 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
-from fedrec.algorithms.mf_common import reduce_client_metrics
+from fedrec.algorithms.mf_common import (
+    SplitRanking,
+    eval_request,
+    known_rows,
+    reduce_client_metrics,
+    requested_split,
+)
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.config import RunConfig, check_choice, check_range
 from fedrec.data.partition import partition_by_user
-from fedrec.data.splits import per_user_split
+from fedrec.data.splits import VAL_FRACTION, carve_validation, per_user_split
 from fedrec.data.types import Dataset, InteractionDataset, Interactions
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.codec import Payload
@@ -122,7 +129,7 @@ from fedrec.federation.runtime import (
     cohort_seeds,
 )
 from fedrec.federation.secrets import PartySecret
-from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
+from fedrec.metrics.ranking import ScoreFn, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.privacy.report import attack_fields, no_guarantee
@@ -342,7 +349,7 @@ class PTFClient(PartyLogic):
                     out[i] = up
             return out
         if step == "evaluate":
-            return self._evaluate(ctxs)
+            return self._evaluate(ctxs, requested_split(payloads[0]))
         raise ValueError(f"PTF-FedRec clients have no step {step!r}")
 
     # -- model state -----------------------------------------------------------------------
@@ -529,7 +536,8 @@ class PTFClient(PartyLogic):
         return out
 
     # -- evaluation ------------------------------------------------------------------------
-    def _evaluate(self, ctxs: Sequence[PartyContext], chunk: int = 128) -> list[Payload]:
+    def _evaluate(self, ctxs: Sequence[PartyContext], split: str = "test",
+                  chunk: int = 128) -> list[Payload]:
         cfg, n_items = self.cfg, self.num_items
         out: list[Payload] = []
         all_items = torch.arange(n_items)
@@ -552,13 +560,13 @@ class PTFClient(PartyLogic):
                 st_rows = torch.cat([c.state["rows"] for c in part])
                 scores[st_local, st_items] = self._logits(
                     params, st_rows, st_local * n_items + st_items, st_local, st_items, num)
-            tr_local = torch.cat([torch.full((c.data.num_train,), i) for i, c in enumerate(part)])
-            tr_items = torch.from_numpy(np.concatenate([c.data.train_items for c in part]))
-            scores[tr_local, tr_items.long()] = -torch.inf
+            kn_local, kn_items = known_rows(part, split)
+            scores[kn_local, kn_items.long()] = -torch.inf
             top = torch.topk(scores, min(cfg.topk, n_items), dim=1).indices
-            te_counts = np.array([c.data.num_test for c in part])
+            scored = [c.data.rows(split)[0] for c in part]
+            te_counts = np.array([len(x) for x in scored])
             te_local = torch.from_numpy(np.repeat(np.arange(num), te_counts))
-            te_items = torch.from_numpy(np.concatenate([c.data.test_items for c in part]))
+            te_items = torch.from_numpy(np.concatenate(scored))
             test_keys = torch.sort(te_local * n_items + te_items.long()).values
             qk = torch.arange(num)[:, None] * n_items + top
             if len(test_keys):
@@ -583,7 +591,7 @@ class PTFServer(ServerLogic):
     """Holds the hidden graph model; learns from uploaded scores; disperses soft labels."""
 
     def __init__(self, cfg: PTFFedRecConfig, num_users: int, num_items: int,
-                 score_oracle: Callable[[ScoreFn], dict[str, float]] | None = None,
+                 score_oracle: Callable[[ScoreFn, str], dict[str, float]] | None = None,
                  attack: TopGuessAttack | None = None) -> None:
         self.cfg = cfg
         self.num_users, self.num_items = num_users, num_items
@@ -733,14 +741,14 @@ class PTFServer(ServerLogic):
         rt.call("disperse", requests)
         return len(requests)
 
-    def evaluate(self, rt: Runtime) -> dict[str, float]:
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         cfg = self.cfg
         out: dict[str, float] = {}
         if self.score_oracle is not None:
             u_emb, i_emb = self._embeddings()
-            out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T)
+            out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T, split)
         if cfg.eval_clients:
-            replies = rt.broadcast("evaluate", rt.client_ids, {})
+            replies = rt.broadcast("evaluate", rt.client_ids, eval_request({}, split))
             client = reduce_client_metrics(replies.values(), explicit=False)
             out.update({f"client_{k}": v for k, v in client.items()})
         return out
@@ -806,29 +814,36 @@ class PTFServer(ServerLogic):
 
 
 def implicit_dataset(ds: Dataset, cfg: ImplicitSplitConfig) -> InteractionDataset:
-    """Every rating is a positive; ``split: per-user`` re-splits train + test per user."""
+    """Every rating is a positive; ``split: per-user`` re-splits train + validation + test per
+    user, then carves the validation rows from the new training rows again (the loader's
+    ``val_fraction`` and seed, :func:`fedrec.data.splits.carve_validation`), so validation
+    stays a part of what the algorithm would otherwise train on."""
     if not hasattr(ds, "train"):
         raise ConfigError("this algorithm needs a rating or interaction dataset")
     if cfg.split == "per-user":
-        users = np.concatenate([ds.train.users, ds.test.users])
-        items = np.concatenate([ds.train.items, ds.test.items])
+        users = np.concatenate([ds.train.users, ds.valid.users, ds.test.users])
+        items = np.concatenate([ds.train.items, ds.valid.items, ds.test.items])
         pairs = np.unique(np.stack([users, items], 1), axis=0)
         everything = Interactions(pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64),
                                   np.ones(len(pairs), np.float32))
         train, test = per_user_split(everything, cfg.test_fraction, cfg.split_seed)
         frac = cfg.test_fraction
         split = f"per-user {1 - frac:.0%}/{frac:.0%}, seed {cfg.split_seed}"
-    else:
-        train = Interactions(ds.train.users, ds.train.items, np.ones(len(ds.train), np.float32))
-        test = Interactions(ds.test.users, ds.test.items, np.ones(len(ds.test), np.float32))
-        split = ds.meta.get("split")
+        out = InteractionDataset(name=ds.name, num_users=ds.num_users, num_items=ds.num_items,
+                                 train=train, test=test, meta={**ds.meta, "split": split})
+        val = ds.meta.get("validation")
+        if not isinstance(val, dict):  # not made by load_dataset: it asked for no validation
+            return out
+        return carve_validation(out, val.get("fraction", VAL_FRACTION), val.get("seed", 0))
+    positive = {name: Interactions(x.users, x.items, np.ones(len(x), np.float32))
+                for name, x in (("train", ds.train), ("valid", ds.valid), ("test", ds.test))}
     return InteractionDataset(name=ds.name, num_users=ds.num_users, num_items=ds.num_items,
-                              train=train, test=test, meta={**ds.meta, "split": split})
+                              **positive, meta={**ds.meta, "split": ds.meta.get("split")})
 
 
 def ptf_instruments(cfg: PTFFedRecConfig, dataset: Dataset) -> dict[str, Any]:
     """The experimenter's instruments (:attr:`~fedrec.algorithms.base.AlgorithmSpec.instruments`)
-    built from the ratings: ``score_oracle`` (the train/test matrices of the split, ranking the
+    built from the ratings: ``score_oracle`` (a :class:`SplitRanking` of the split, ranking the
     hidden model) and, with ``attack``, the top-guess ``attack`` with each client's positives as
     the truth it is scored against. Neither is read by any protocol step."""
     ds = implicit_dataset(dataset, cfg)
@@ -838,10 +853,7 @@ def ptf_instruments(cfg: PTFFedRecConfig, dataset: Dataset) -> dict[str, Any]:
         ratio = float(cfg.num_negatives) if cfg.attack_k == "ratio" else None
         out["attack"] = TopGuessAttack({u: c.train_items for u, c in clients.items()},
                                        assumed_ratio=ratio, truth=cfg.attack_truth)
-    shape = (ds.num_users, ds.num_items)
-    out["score_oracle"] = functools.partial(
-        evaluate_topk, train_csr=ds.train.to_csr(*shape), test_csr=ds.test.to_csr(*shape),
-        ks=(cfg.topk,))
+    out["score_oracle"] = SplitRanking(ds, (cfg.topk,))
     return out
 
 

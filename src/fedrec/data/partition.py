@@ -7,11 +7,18 @@ holds only its own nodes, their features/labels and the edges among them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedrec.data.types import GraphDataset, InteractionDataset, RatingDataset
+from fedrec.data.types import (
+    KNOWN_SPLITS,
+    GraphDataset,
+    InteractionDataset,
+    Interactions,
+    RatingDataset,
+    check_split,
+)
 from fedrec.errors import ConfigError
 
 
@@ -24,7 +31,9 @@ def _own(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class ClientData:
-    """One user's data: train and test rows (item ids and values) and the user's feature row.
+    """One user's data: train, validation and test rows (item ids and values) and the user's
+    feature row. The validation rows are private to the client like its test rows: the client
+    scores them itself when asked to evaluate on ``valid``.
 
     ``num_items`` (catalogue size) is public metadata every client needs to score items.
     """
@@ -36,6 +45,8 @@ class ClientData:
     test_values: np.ndarray
     features: np.ndarray | None
     num_items: int
+    valid_items: np.ndarray = field(default_factory=lambda: _own(np.empty(0, np.int64)))
+    valid_values: np.ndarray = field(default_factory=lambda: _own(np.empty(0, np.float32)))
 
     @property
     def num_train(self) -> int:
@@ -45,13 +56,31 @@ class ClientData:
     def num_test(self) -> int:
         return len(self.test_items)
 
+    @property
+    def num_valid(self) -> int:
+        return len(self.valid_items)
 
-def _group(users: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, list[list[np.ndarray]]]:
-    """Unique users and, per column, the list of per-user chunks (stable order within a user)."""
-    order = np.argsort(users, kind="stable")
-    su = users[order]
-    uniq, starts = np.unique(su, return_index=True)
-    return uniq, [np.split(c[order], starts[1:]) for c in cols]
+    def rows(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(items, values)`` of one part: ``train``, ``valid`` or ``test``."""
+        if split != "train":
+            check_split(split)
+        return getattr(self, f"{split}_items"), getattr(self, f"{split}_values")
+
+    def known_items(self, split: str) -> np.ndarray:
+        """The items a ranking evaluated on ``split`` excludes
+        (:data:`fedrec.data.types.KNOWN_SPLITS`)."""
+        return np.concatenate([self.rows(s)[0] for s in KNOWN_SPLITS[check_split(split)]])
+
+
+def _sorted_by_user(inter: Interactions, num_users: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(items, values)`` sorted by user (stable within a user) and, per user id, the start
+    and end of its rows there: one argsort per part; a client's chunk is then a slice."""
+    order = np.argsort(inter.users, kind="stable")
+    su = inter.users[order]
+    ids = np.arange(num_users)
+    return (inter.items[order], inter.values[order], np.searchsorted(su, ids, "left"),
+            np.searchsorted(su, ids, "right"))
 
 
 def partition_by_user(
@@ -60,28 +89,24 @@ def partition_by_user(
     """``{user id: ClientData}`` for every user with at least one training row (the clients of
     :meth:`user_ids`); with ``include_test_only`` also users that only have test rows.
 
-    Test rows of users without training rows are dropped unless ``include_test_only``.
-    Vectorised (one argsort and ``np.split`` per part), then each chunk is copied.
+    Validation and test rows of users without training rows are dropped unless
+    ``include_test_only``. Vectorised (one argsort per part), then each user's slice is copied.
     """
-    tr_users, (tr_items, tr_vals) = _group(ds.train.users, ds.train.items, ds.train.values)
-    te_users, (te_items, te_vals) = _group(ds.test.users, ds.test.items, ds.test.values)
-    clients_users = np.union1d(tr_users, te_users) if include_test_only else tr_users
-    tr_pos = {int(u): k for k, u in enumerate(tr_users)}
-    te_pos = {int(u): k for k, u in enumerate(te_users)}
-    empty_i = np.empty(0, dtype=ds.train.items.dtype)
-    empty_v = np.empty(0, dtype=ds.train.values.dtype)
+    n_users = int(max(ds.num_users, *(int(x.users.max(initial=-1)) + 1
+                                      for x in (ds.train, ds.valid, ds.test))))
+    parts = [_sorted_by_user(getattr(ds, name), n_users) for name in ("train", "valid", "test")]
+    tr_users = np.unique(ds.train.users)
+    clients_users = np.union1d(tr_users, ds.test.users) if include_test_only else tr_users
     feats = ds.user_features
     out: dict[int, ClientData] = {}
     for u in clients_users.tolist():
-        k, j = tr_pos.get(u), te_pos.get(u)
+        (tr_i, tr_v), (va_i, va_v), (te_i, te_v) = (
+            (_own(items[lo[u]:hi[u]]), _own(vals[lo[u]:hi[u]]))
+            for items, vals, lo, hi in parts)
         out[u] = ClientData(
-            user=u,
-            train_items=_own(tr_items[k] if k is not None else empty_i),
-            train_values=_own(tr_vals[k] if k is not None else empty_v),
-            test_items=_own(te_items[j] if j is not None else empty_i),
-            test_values=_own(te_vals[j] if j is not None else empty_v),
-            features=None if feats is None else _own(feats[u]),
-            num_items=ds.num_items,
+            user=u, train_items=tr_i, train_values=tr_v, test_items=te_i, test_values=te_v,
+            valid_items=va_i, valid_values=va_v,
+            features=None if feats is None else _own(feats[u]), num_items=ds.num_items,
         )
     return out
 

@@ -22,6 +22,7 @@ from fedrec.data.loaders import (
     load_planetoid,
     load_steam,
 )
+from fedrec.data.splits import VAL_FRACTION, carve_validation
 from fedrec.data.types import Dataset, GraphDataset, RatingDataset
 from fedrec.errors import ConfigError
 
@@ -77,6 +78,15 @@ def _accepted_options(loader: Callable[..., Dataset]) -> list[str]:
     return [p.name for p in params if p.name not in fixed and p.name != "name"]
 
 
+#: Options every dataset takes (the validation split, applied after the loader), with their
+#: descriptions as ``fedrec datasets info`` shows them.
+COMMON_OPTIONS = {
+    "val_fraction": f"validation share of each user's training rows (of the training nodes "
+    f"of a graph without a val_mask), carved from training data only (default {VAL_FRACTION})",
+    "val_seed": "seed of the validation split (default: the dataset's seed option, else 0)",
+}
+
+
 def load_dataset(
     name: str, data_dir: PathLike | None = None, download: bool = False, **options: object
 ) -> Dataset:
@@ -85,12 +95,26 @@ def load_dataset(
     ``data_dir`` defaults to ``$FEDREC_DATA``, else the user cache (see :mod:`fedrec.data.paths`).
     Missing files raise a :class:`DataError` saying which files to put where, unless ``download``
     is true, in which case :func:`fedrec.data.download.ensure_files` fetches them first.
-    ``options`` are dataset-specific (see ``DatasetSpec.options``); an unknown name or option
-    raises :class:`ConfigError`.
+    ``options`` are dataset-specific (see ``DatasetSpec.options``) plus :data:`COMMON_OPTIONS`;
+    an unknown name or option raises :class:`ConfigError`.
+
+    Every dataset passes through :func:`fedrec.data.splits.carve_validation` here, the one
+    place that makes the validation split: ``train`` of the result excludes the validation rows
+    (``valid``; a graph's ``val_mask``).
     """
     get_spec(name)
     loader = _LOADERS[name]
-    accepted = _accepted_options(loader)
+    accepted = [*_accepted_options(loader), *COMMON_OPTIONS]
+    options = dict(options)
+    val_fraction = options.pop("val_fraction", VAL_FRACTION)
+    val_seed = options.pop("val_seed", options.get("seed", 0))
+    for key, value in (("val_fraction", val_fraction), ("val_seed", val_seed)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{name}: option {key} must be a number, got {value!r}")
+    if not 0.0 <= float(val_fraction) < 1.0:
+        raise ConfigError(f"{name}: val_fraction must be in [0, 1), got {val_fraction}")
+    if int(val_seed) != val_seed:
+        raise ConfigError(f"{name}: val_seed must be an integer, got {val_seed}")
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise ConfigError(
@@ -101,7 +125,7 @@ def load_dataset(
     root = ensure_files(name, data_dir, download=download)
     if extra:
         ensure_files(name, data_dir, download=download, files=extra)
-    return loader(root, **options)
+    return carve_validation(loader(root, **options), float(val_fraction), int(val_seed))
 
 
 def describe(ds: Dataset) -> dict[str, object]:
@@ -119,19 +143,21 @@ def describe(ds: Dataset) -> dict[str, object]:
             "multilabel": ds.multilabel,
             "num_train": int(ds.train_mask.sum()),
             "num_val": int(ds.val_mask.sum()),
+            "validation": ds.meta.get("validation"),
             "num_test": int(ds.test_mask.sum()),
             "density": 2 * undirected / (n * (n - 1)) if n > 1 else 0.0,
             "split": ds.meta.get("split"),
         }
-    n_obs = len(ds.train) + len(ds.test)
+    n_obs = len(ds.train) + len(ds.valid) + len(ds.test)
     cells = ds.num_users * ds.num_items
-    values = np.concatenate([ds.train.values, ds.test.values])
+    values = np.concatenate([ds.train.values, ds.valid.values, ds.test.values])
     info: dict[str, object] = {
         "name": ds.name,
         "kind": "rating" if isinstance(ds, RatingDataset) else "interaction",
         "num_users": ds.num_users,
         "num_items": ds.num_items,
         "num_train": len(ds.train),
+        "num_valid": len(ds.valid),
         "num_test": len(ds.test),
         "num_clients": len(ds.user_ids()),
         "density": n_obs / cells if cells else 0.0,

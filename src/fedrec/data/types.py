@@ -51,6 +51,34 @@ class Interactions:
             (self.values.astype(np.float32), (self.users, self.items)), shape=(num_users, num_items)
         )
 
+    @staticmethod
+    def concat(*parts: Interactions) -> Interactions:
+        """The rows of ``parts``, one after the other."""
+        return Interactions(*(np.concatenate([getattr(p, f) for p in parts])
+                              for f in ("users", "items", "values")))
+
+
+def no_rows() -> Interactions:
+    """An empty bag of triples (the validation rows of a dataset that has none)."""
+    return Interactions(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+
+
+#: The held-out parts an evaluation can score: ``valid`` (carved from the training rows, what
+#: settings are chosen on) and ``test`` (what is reported, never read to choose anything).
+EVAL_SPLITS = ("valid", "test")
+
+#: Per evaluated part, the parts whose items count as the user's known interactions (excluded
+#: from a full ranking). Validation ranks everything not trained on: excluding the test items
+#: too would make the validation metric depend on the test rows. Test excludes the training
+#: and the validation items (both observed before test time).
+KNOWN_SPLITS: dict[str, tuple[str, ...]] = {"valid": ("train",), "test": ("train", "valid")}
+
+
+def check_split(split: str) -> str:
+    if split not in EVAL_SPLITS:
+        raise ValueError(f"unknown evaluation split {split!r}; use one of {EVAL_SPLITS}")
+    return split
+
 
 @dataclass(frozen=True)
 class _RecDataset:
@@ -64,10 +92,19 @@ class _RecDataset:
     user_graph: sp.csr_matrix | None = None
     item_graph: sp.csr_matrix | None = None
     meta: dict = field(default_factory=dict)
+    #: Rows carved from the loader's training rows (:func:`fedrec.data.splits.carve_validation`,
+    #: applied by :func:`~fedrec.data.load_dataset`); ``train`` no longer holds them.
+    valid: Interactions = field(default_factory=no_rows)
 
     def user_ids(self) -> np.ndarray:
         """Users with at least one training row: each becomes one client."""
         return np.unique(self.train.users)
+
+    def known_and_target(self, split: str) -> tuple[Interactions, Interactions]:
+        """``(known rows, scored rows)`` of an evaluation on ``split`` (see
+        :data:`KNOWN_SPLITS`)."""
+        known = Interactions.concat(*(getattr(self, s) for s in KNOWN_SPLITS[check_split(split)]))
+        return known, getattr(self, split)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm
-from fedrec.algorithms.base import Trainer, build_trainer
+from fedrec.algorithms.base import Trainer, build_trainer, evaluate_splits
 from fedrec.config import RunConfig, build_config, to_dict
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
 from fedrec.data.types import Dataset
@@ -50,8 +50,9 @@ def resolve(
 
 
 def slice_users(ds: Dataset, n: int | None) -> Dataset:
-    """``ds`` restricted to users ``0..n-1`` (train and test rows, user features); items keep
-    their ids and the catalogue its size. ``None`` or ``n >= num_users``: ``ds`` itself."""
+    """``ds`` restricted to users ``0..n-1`` (train, validation and test rows, user features);
+    items keep their ids and the catalogue its size. ``None`` or ``n >= num_users``: ``ds``
+    itself."""
     if n is None or n <= 0:
         return ds
     if not isinstance(ds, RatingDataset | InteractionDataset):
@@ -63,6 +64,7 @@ def slice_users(ds: Dataset, n: int | None) -> Dataset:
     return dataclasses.replace(
         ds, name=f"{ds.name}-first{n}", num_users=n,
         train=ds.train.select(ds.train.users < n), test=ds.test.select(ds.test.users < n),
+        valid=ds.valid.select(ds.valid.users < n),
         user_features=feats, user_graph=graph,
     )
 
@@ -116,7 +118,7 @@ def drive(
         t_round = time.perf_counter()
         row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
         if rnd % cfg.eval_every == 0 or rnd == cfg.rounds:
-            row["eval"] = trainer.evaluate()
+            row["eval"] = evaluate_splits(trainer)
         row["communication"] = trainer.ledger.totals(rnd)
         row["time_s"] = time.perf_counter() - t_round
         result.history.append(row)

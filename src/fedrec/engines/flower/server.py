@@ -62,8 +62,8 @@ class FlowerTrainer(Trainer):
         observe(self.server, self.runtime)
         return self.server.run_round(self.runtime, rnd)
 
-    def evaluate(self) -> dict[str, float]:
-        return self.server.evaluate(self.runtime)
+    def evaluate(self, split: str = "test") -> dict[str, float]:
+        return self.server.evaluate(self.runtime, split)
 
     def state_dict(self) -> dict[str, Any]:
         return {"server": self.server.state_dict(), "ledger": self.ledger.state_dict()}
