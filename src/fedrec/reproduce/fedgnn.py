@@ -238,8 +238,10 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
             cells.append(fmt(metric(res.get(key, []), "rmse")) if key in res else "–")
         fed = _rmse(res.get(f"table/{ds}/fedgnn", []))
         pub, gcmc = PUBLISHED_FEDGNN.get(ds), PUBLISHED_GCMC.get(ds)
+        done = fed == fed  # NaN until a FedGNN run of the dataset has finished
         cells += [f"{pub:.3f}" if pub else "–", f"{gcmc:.3f}" if gcmc else "–",
-                  f"{fed - pub:+.3f}" if pub else "–", f"{fed - gcmc:+.3f}" if gcmc else "–"]
+                  f"{fed - pub:+.3f}" if pub and done else "–",
+                  f"{fed - gcmc:+.3f}" if gcmc and done else "–"]
         eps = [run_epsilon(r.get("privacy"))[0] for r in res.get(f"table/{ds}/fedgnn", [])]
         cells.append(f"{eps[0]:.3g}" if eps and eps[0] is not None else "–")
         cells += [selected_rounds(res.get(f"table/{ds}/{m}", []))
