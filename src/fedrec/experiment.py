@@ -4,7 +4,7 @@ The results file (``results.json``) is written once, at the end, with ``"status"
 a run that stops early leaves only its last checkpoint (``checkpoint.pt``, written atomically
 after every round), from which ``resume=True`` continues and ends with the same result as an
 uninterrupted run (all randomness is keyed by (key, round, party), see
-:mod:`fedrec.federation.rng`; the clients' keys come from the experimenter's client secret,
+:mod:`fedrec.core.rng`; the clients' keys come from the experimenter's client secret,
 kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 
 The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved

@@ -275,7 +275,7 @@ def test_privacy_report_is_for_the_whole_upload_and_the_rounds_taken_part_in(ds)
     assert ids["measured_attack_f1"] == pytest.approx(f1)
     assert 0.0 < ids["measured_attack_f1"] <= 1.0
     # The CLI's summary prints the honest figure and the attack's F1
-    from fedrec.cli.main import privacy_rows
+    from fedrec.cli.summary import privacy_rows
     rows = dict(privacy_rows(rep))
     assert rows["epsilon (whole run, per client)"].startswith(f"{most * per_upload:.4g} ")
     assert rows["item ids: measured attack F1"].startswith(f"{f1:.3f}")

@@ -46,9 +46,9 @@ from fedrec.algorithms.base import CentralizedTrainer
 from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ptf_fedrec import ImplicitSplitConfig, implicit_dataset
 from fedrec.config import check_choice, check_range
+from fedrec.core.rng import derive_seed, torch_generator
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
-from fedrec.federation.rng import derive_seed, torch_generator
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.models.mf import bpr_loss, sample_negatives

@@ -60,11 +60,11 @@ from fedrec.algorithms.mf_common import (
     scale_midpoint,
 )
 from fedrec.config import check_range
+from fedrec.core.codec import Payload
+from fedrec.core.rng import torch_generator
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_seeds
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (

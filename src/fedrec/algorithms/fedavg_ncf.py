@@ -34,11 +34,11 @@ import torch
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics, requested_split
 from fedrec.algorithms.ptf_fedrec import NCFClientConfig, PTFClient, implicit_dataset
+from fedrec.core.codec import Payload
+from fedrec.core.rng import derive_seed
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import derive_seed
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.secrets import PartySecret
 from fedrec.models import ncf

@@ -90,7 +90,7 @@ epochs (an epoch = ``ceil(num_clients / clients_per_round)`` rounds):
 Privacy accounting (:meth:`FedGNNServer.privacy_report`, which states the guarantee): each
 upload is ``clip_linf(g, δ) + Lap(λ)^d`` over its ``d`` coordinates, i.e. one Laplace mechanism
 with L1 sensitivity ``2δd`` (noise multiplier ``λ / (2δd)``; see
-:func:`fedrec.privacy.fedgnn_ldp_epsilon`), ``ε = 2δd/λ`` per upload for the largest ``d``
+:func:`fedrec.privacy.linf_laplace_epsilon`), ``ε = 2δd/λ`` per upload for the largest ``d``
 the server received. A client releases one upload per round it takes part in: the server counts
 each client's participations, and the report composes the most-participating client's uploads
 (:func:`fedrec.privacy.worst_client_accountant`; basic composition, since PLD is not computed at
@@ -232,12 +232,12 @@ from fedrec.algorithms.mf_common import (
 )
 from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.config import RunConfig, check_choice, check_range
+from fedrec.core.codec import Payload
+from fedrec.core.rng import torch_generator
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset, check_split
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import Payload
 from fedrec.federation.message import THIRD_PARTY
-from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import (
     Observer,
     PartyContext,
@@ -262,7 +262,7 @@ from fedrec.privacy import (
     LaplaceMechanism,
     attack_fields,
     clip_linf,
-    fedgnn_ldp_epsilon,
+    linf_laplace_epsilon,
     no_guarantee,
     worst_client_accountant,
 )
@@ -406,7 +406,7 @@ def ldp_mechanism(cfg: FedGNNConfig) -> LaplaceMechanism | None:
     """The noise of one upload coordinate: clipped to [-clip, clip] (L1 sensitivity ``2 clip``
     for that coordinate alone), plus ``Lap(laplace)``: FedGNN's Eq. 1. Its ``epsilon()`` is the
     per-coordinate figure only; an upload's guarantee is that of the whole vector
-    (:func:`fedgnn_ldp_epsilon`, :meth:`FedGNNServer.privacy_report`). None when ``clip`` or
+    (:func:`linf_laplace_epsilon`, :meth:`FedGNNServer.privacy_report`). None when ``clip`` or
     ``laplace`` is 0: the run then claims no local DP (the one place that decides)."""
     if cfg.laplace <= 0 or cfg.clip <= 0:
         return None
@@ -911,7 +911,7 @@ class FedGNNServer(ServerLogic):
                 leakage="each upload carries the gradient rows of the client's rated items "
                         "(among pseudo items) and its training loss, unnoised",
                 ldp=False, **counts, **extra)
-        eps = fedgnn_ldp_epsilon(cfg.clip, cfg.laplace, max(self.max_upload_dim, 1))
+        eps = linf_laplace_epsilon(cfg.clip, cfg.laplace, max(self.max_upload_dim, 1))
         vector = eps.vector_mechanism
         rep = worst_client_accountant(vector, self.participation).report(cfg.dp_delta)
         pure = rep.method.startswith("basic")

@@ -93,11 +93,11 @@ from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.fcf import FCFClient, FCFConfig
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.config import check_choice, check_range
+from fedrec.core.codec import Payload
+from fedrec.core.rng import torch_generator
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import Outgoing, PartyContext, Runtime
 from fedrec.federation.secrets import PartySecret
 from fedrec.models.mf import init_factors

@@ -41,9 +41,9 @@ from fedrec.algorithms.fedgnn import (
 )
 from fedrec.algorithms.mf_common import rating_unit, scale_midpoint
 from fedrec.config import check_range
+from fedrec.core.rng import torch_generator
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
-from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import cohort_chunks
 from fedrec.metrics import mae, rmse
 from fedrec.models import gnn

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from fedrec.config import RunConfig, check_range
+from fedrec.core.codec import Payload
 from fedrec.data.types import (
     EVAL_SPLITS,
     KNOWN_SPLITS,
@@ -24,7 +25,6 @@ from fedrec.data.types import (
     RatingDataset,
     check_split,
 )
-from fedrec.federation.codec import Payload
 from fedrec.federation.runtime import PartyContext
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models.mf import predict_ratings

@@ -17,8 +17,8 @@ import torch
 from fedrec.algorithms.base import CentralizedTrainer
 from fedrec.algorithms.mf_common import MFConfig, SplitRanking, rating_unit, scale_midpoint
 from fedrec.config import check_range
+from fedrec.core.rng import derive_seed, torch_generator
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset, check_split
-from fedrec.federation.rng import derive_seed, torch_generator
 from fedrec.metrics import mae, rmse
 from fedrec.models.mf import bpr_loss, init_factors, predict_ratings, rating_loss, sample_negatives
 

@@ -114,12 +114,12 @@ from fedrec.algorithms.mf_common import (
 )
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.config import RunConfig, check_choice, check_range
+from fedrec.core.codec import Payload
+from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.data.partition import partition_by_user
 from fedrec.data.splits import VAL_FRACTION, carve_validation, per_user_split
 from fedrec.data.types import Dataset, InteractionDataset, Interactions
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.federation.runtime import (
     Observer,
     PartyContext,
