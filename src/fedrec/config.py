@@ -202,11 +202,23 @@ def _layer(values: dict[str, Any], data: dict[str, Any], dataset: str | None,
         values.update(per_dataset[dataset] or {})
 
 
-def parse_override(item: str) -> tuple[str, Any]:
+def parse_override(item: str, flag: str = "--set") -> tuple[str, Any]:
+    """``key=value`` of a command-line ``flag``, the value read as YAML (``3``, ``0.1``, ``u3``)."""
     if "=" not in item:
-        raise ConfigError(f"--set expects key=value, got {item!r}")
+        raise ConfigError(f"{flag} expects key=value, got {item!r}")
     key, raw = item.split("=", 1)
-    return key.strip(), _read_yaml(f"v: {raw}", f"--set {key}")["v"]
+    return key.strip(), _read_yaml(f"v: {raw}", f"{flag} {key}")["v"]
+
+
+def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """Every ``key=value`` of a repeated ``flag``; a key given twice is refused."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, value = parse_override(item, flag)
+        if key in out:
+            raise ConfigError(f"{flag} {key} is given twice")
+        out[key] = value
+    return out
 
 
 def build_config(

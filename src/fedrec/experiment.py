@@ -53,6 +53,7 @@ class RunResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     final: dict[str, float] = field(default_factory=dict)
     selection: dict[str, Any] | None = None
+    dataset_options: dict[str, Any] = field(default_factory=dict)
     communication: dict[str, Any] = field(default_factory=dict)
     privacy: dict[str, Any] | None = None
     wall_time_s: float = 0.0
@@ -64,6 +65,7 @@ class RunResult:
             "status": self.status,
             "algorithm": self.algorithm,
             "dataset": self.dataset,
+            "dataset_options": self.dataset_options,
             "config": self.config,
             "seed": self.config.get("seed"),
             "final": self.final,
@@ -250,7 +252,7 @@ def run_experiment(
         check_resume(stored, record, out)
     seed_everything(cfg.seed)
     trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
-    result = RunResult(algorithm, dataset, to_dict(cfg))
+    result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))
     start_round, elapsed_before = 1, 0.0
     if out is not None:
         # Only now, with every check passed: a refused run leaves a finished result in place.

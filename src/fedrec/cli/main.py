@@ -1,6 +1,7 @@
 """The ``fedrec`` command line.
 
-    fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...] [--out DIR] [--resume]
+    fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...]
+               [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec algorithms
@@ -33,6 +34,7 @@ from fedrec.errors import ConfigError, FedrecError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from fedrec.config import parse_options
     from fedrec.experiment import run_experiment
 
     _set_threads(args.threads)
@@ -40,6 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run_experiment(
         args.algorithm,
         args.dataset,
+        dataset_options=parse_options(args.data_opt, "--data-opt"),
         data_dir=args.data_dir,
         config_file=args.config,
         overrides=args.set or [],
@@ -138,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", required=True)
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
+    run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
+                     help="one dataset option, e.g. split=u3 for ML-100K's third GroupLens "
+                     "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
     run.add_argument("--out", help="directory for results.json and checkpoints")
     run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     run.add_argument("--device", default="cpu", help="cpu or cuda")
