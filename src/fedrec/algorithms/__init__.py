@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
-from fedrec.algorithms.central_ranking import CentralRankingConfig, central_ranking_builder
+from fedrec.algorithms.central_ranking import (
+    CentralRankingConfig,
+    NeuMFConfig,
+    NGCFConfig,
+    central_ranking_builder,
+)
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
 from fedrec.algorithms.fedavg_ncf import FedAvgNCFConfig, build_fedavg_ncf, build_fedavg_ncf_job
 from fedrec.algorithms.fedgnn import (
@@ -87,7 +92,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             name="ngcf",
             summary="centralized NGCF on PTF-FedRec's split (no federation, no privacy)",
             paper="Wang et al., Neural Graph Collaborative Filtering, SIGIR 2019",
-            config_cls=CentralRankingConfig,
+            config_cls=NGCFConfig,
             dataset_kinds=("rating", "interaction"),
             build=central_ranking_builder("ngcf"),
         ),
@@ -95,7 +100,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             name="neumf",
             summary="centralized NeuMF on PTF-FedRec's split (no federation, no privacy)",
             paper="He et al., Neural Collaborative Filtering, WWW 2017",
-            config_cls=CentralRankingConfig,
+            config_cls=NeuMFConfig,
             dataset_kinds=("rating", "interaction"),
             build=central_ranking_builder("neumf"),
         ),
