@@ -29,9 +29,9 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms import get_algorithm
+from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import VAL_PREFIX, Trainer, build_trainer, evaluate_splits
-from fedrec.config import RunConfig, build_config, to_dict
+from fedrec.config import RunConfig, to_dict
 from fedrec.data import load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
@@ -227,7 +227,7 @@ def run_experiment(
     it exists to test resuming.
     """
     spec = get_algorithm(algorithm)
-    cfg: RunConfig = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
+    cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
     dev = resolve_device(device)
     kind = get_spec(dataset).kind
     if kind not in spec.dataset_kinds:

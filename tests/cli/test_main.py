@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedrec.config import default_config_text
+from fedrec.algorithms import config_show_text
 from fedrec.federation.checkpoint import load_checkpoint
 
 
@@ -160,7 +160,7 @@ def test_algorithms(runs) -> None:
 def test_config_show_prints_the_packaged_defaults(runs) -> None:
     res = runs[0]["config"]
     assert res.returncode == 0, res.stderr
-    assert res.stdout == default_config_text("fcf")
+    assert res.stdout == config_show_text("fcf")
     assert yaml.safe_load(res.stdout)["rounds"] >= 1  # a file a user can copy and edit
 
 

@@ -59,7 +59,7 @@ from fedrec.algorithms.mf_common import (
     requested_split,
     scale_midpoint,
 )
-from fedrec.config import check_range
+from fedrec.config import check_range, option
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.data.partition import partition_by_user
@@ -81,12 +81,21 @@ from fedrec.privacy.report import no_guarantee
 
 @dataclass
 class FCFConfig(MFConfig):
-    local_steps: int = 5
-    lr_user: float = 0.05
-    secure_aggregation: bool = False
-    secagg_threshold: float = 0.6  # t = ceil(secagg_threshold * cohort), in (0.5, 1]
-    secagg_clip: float = 10.0  # gradient coordinates are clipped to [-clip, clip]
-    secagg_bits: int = 32  # the ring Z_{2^bits} of the masked sums
+    rounds: int = option(100)
+    eval_every: int = option(10)
+    lr: float = option(0.01, "server Adam learning rate on the item factors")
+    local_steps: int = option(5, "client steps on its user factor per round")
+    lr_user: float = option(0.5, "client step size on its own user factor (mean loss)")
+    # Secure aggregation (Bonawitz et al. 2017): the server sees only masked, dense uploads and
+    # their sum; gradient coordinates are clipped and fixed-point encoded in a ring.
+    secure_aggregation: bool = option(False, "true: the server sees only masked, dense uploads "
+                                             "and their sum (Bonawitz et al. 2017)")
+    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
+                                          "survive each step, in (0.5, 1]")
+    secagg_clip: float = option(10.0, "gradient coordinates are clipped to [-secagg_clip, "
+                                      "secagg_clip]")
+    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits} of the "
+                                  "masked sums")
 
     def validate(self) -> None:
         super().validate()

@@ -34,6 +34,7 @@ import torch
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics, requested_split
 from fedrec.algorithms.ptf_fedrec import NCFClientConfig, PTFClient, implicit_dataset
+from fedrec.config import option
 from fedrec.core.codec import Payload
 from fedrec.core.rng import derive_seed
 from fedrec.data.partition import partition_by_user
@@ -48,6 +49,9 @@ from fedrec.privacy.report import no_guarantee
 @dataclass
 class FedAvgNCFConfig(NCFClientConfig):
     """PTF-FedRec's client settings and split; nothing else (no server model, no defences)."""
+
+    rounds: int = option(20)
+    eval_every: int = option(5)
 
 
 def server_param_names(shape: ncf.NCFShape) -> list[str]:

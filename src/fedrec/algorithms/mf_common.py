@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fedrec.config import RunConfig, check_range
+from fedrec.config import RunConfig, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.data.types import (
     EVAL_SPLITS,
@@ -32,10 +32,13 @@ from fedrec.models.mf import predict_ratings
 
 @dataclass
 class MFConfig(RunConfig):
-    dim: int = 32
-    lr: float = 0.01
-    reg: float = 0.01
-    topk: int = 20
+    """The options of the matrix-factorisation algorithms (PMF, FCF, FedMF); each algorithm's
+    class gives the defaults it differs in."""
+
+    dim: int = option(32, "latent factors per user and item")
+    lr: float = option(0.01, "learning rate of the item factors")
+    reg: float = option(0.1, "L2 weight on the factors")
+    topk: int = option(20, "K of Recall@K / NDCG@K (implicit datasets)")
 
     def validate(self) -> None:
         super().validate()

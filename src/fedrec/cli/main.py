@@ -86,11 +86,10 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:
-    from fedrec.algorithms import get_algorithm
-    from fedrec.config import default_config_text
+    from fedrec.algorithms import config_show_text, get_algorithm
 
     get_algorithm(args.algorithm)
-    sys.stdout.write(default_config_text(args.algorithm))
+    sys.stdout.write(config_show_text(args.algorithm))
     return 0
 
 

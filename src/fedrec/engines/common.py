@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms import AlgorithmSpec, get_algorithm
+from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
 from fedrec.algorithms.base import Trainer, build_trainer, evaluate_splits
-from fedrec.config import RunConfig, build_config, to_dict
+from fedrec.config import RunConfig, to_dict
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
@@ -44,9 +44,7 @@ def resolve(
     overrides: Sequence[str] | dict[str, Any] = (),
 ) -> tuple[AlgorithmSpec, RunConfig]:
     """The algorithm's registry entry and its resolved configuration (as ``fedrec run``)."""
-    spec = get_algorithm(algorithm)
-    cfg = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
-    return spec, cfg
+    return get_algorithm(algorithm), resolve_config(algorithm, dataset, config_file, overrides)
 
 
 def slice_users(ds: Dataset, n: int | None) -> Dataset:
