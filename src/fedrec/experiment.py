@@ -43,6 +43,10 @@ from fedrec.federation.secrets import ClientSecrets
 from fedrec.privacy.report import no_guarantee
 
 RESULTS_NAME = "results.json"
+#: What a results.json's figures mean; a reader (the reproduction runner) does not reuse a run of
+#: another format. 2: the data carries a validation split carved from the training rows, so a
+#: run of format 1 trained on rows that are validation rows now.
+RESULTS_FORMAT = 2
 
 
 @dataclass
@@ -62,6 +66,7 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "format": RESULTS_FORMAT,
             "status": self.status,
             "algorithm": self.algorithm,
             "dataset": self.dataset,
@@ -351,7 +356,8 @@ def select_round(history: list[dict[str, Any]]) -> dict[str, Any] | None:
     best = min(scored, key=lambda h: (sign * h["eval"][key], h["round"]))
     test = {k: v for k, v in best["eval"].items() if not k.startswith(VAL_PREFIX)}
     return {
-        "select_on": key, "round": best["round"], key: best["eval"][key], "test": test,
+        "select_on": key, "higher_is_better": higher, "round": best["round"],
+        key: best["eval"][key], "test": test,
         "why": f"{'highest' if higher else 'lowest'} {key} of the {len(scored)} evaluated "
                f"rounds (earliest on a tie); test metrics are never read to choose",
     }

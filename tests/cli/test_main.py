@@ -178,7 +178,9 @@ def test_datasets_list_info_verify(runs) -> None:
     fields = dict(ln.split(None, 1) for ln in res.stdout.splitlines()[1:] if ln.strip())
     assert res.stdout.splitlines()[0] == "ml-100k"
     assert fields["num_users"].strip() == "943" and fields["num_items"].strip() == "1682"
-    assert fields["num_train"].strip() == "80000" and fields["num_test"].strip() == "20000"
+    # u1's 80,000 training ratings, of which 10% per user (rounded down) are validation.
+    assert int(fields["num_train"]) + int(fields["num_valid"]) == 80000
+    assert int(fields["num_valid"]) == 7592 and fields["num_test"].strip() == "20000"
     res = runs[0]["verify"]
     assert res.returncode == 0, res.stderr
     status = _status(res)

@@ -120,7 +120,7 @@ def test_ptf_server_built_from_metadata_holds_no_ground_truth(ml100k_root) -> No
     assert spec.instruments is ptf_instruments
     server.attach_instruments(ptf_instruments(cfg, ds))
     assert server.score_oracle is not None and server.attack is not None
-    rated = np.concatenate([ds.train.items[ds.train.users == 0], ds.test.items[ds.test.users == 0]])
+    rated = np.concatenate([part.items[part.users == 0] for part in (ds.train, ds.valid, ds.test)])
     truth = server.attack.positives[0]  # user 0's positives of the per-user re-split
     assert 1 < len(truth) < len(np.unique(rated)) and np.isin(truth, rated).all()
     # The other algorithms take no instruments.

@@ -9,24 +9,38 @@ import pytest
 
 from fedrec.config import to_dict
 from fedrec.engines.common import resolve
-from fedrec.experiment import run_experiment
+from fedrec.experiment import RESULTS_FORMAT, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from fedrec.reproduce.runner import SAME_AS_NAME, RunSpec, run_all, status_of
+from fedrec.reproduce.report import metric
+from fedrec.reproduce.runner import (
+    SAME_AS_NAME,
+    Candidates,
+    RunSpec,
+    choose_on_validation,
+    run_all,
+    status_of,
+)
 
 
 class Recorder:
     """Stands in for run_experiment: records calls and writes a complete results.json."""
 
-    def __init__(self) -> None:
+    def __init__(self, scores: dict[float, tuple[float, float]] | None = None) -> None:
         self.calls: list[tuple[str, dict]] = []
+        # {lr: (validation rmse at the selected round, test rmse there)}
+        self.scores = scores or {}
 
     def __call__(self, algorithm, dataset, *, overrides, out_dir, **_) -> None:
         self.calls.append((algorithm, dict(overrides)))
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         # The config a run stores: resolved as fedrec run resolves it.
         config = to_dict(resolve(algorithm, dataset, None, overrides)[1])
+        val, test = self.scores.get(overrides.get("lr"), (1.0, 1.0))
+        selection = {"select_on": "val_rmse", "higher_is_better": False, "round": 2,
+                     "val_rmse": val, "test": {"rmse": test}}
         (Path(out_dir) / "results.json").write_text(json.dumps(
-            {"status": "complete", "config": config, "final": {"rmse": 1.0}}))
+            {"format": RESULTS_FORMAT, "status": "complete", "config": config,
+             "final": {"rmse": 9.0}, "selection": selection}))
 
 
 def test_equivalent_settings_run_once_and_runs_are_reused(tmp_path: Path) -> None:
@@ -101,3 +115,43 @@ def test_a_checkpoint_of_other_settings_is_started_again(data_root: Path, tmp_pa
                   data_dir=data_root)
     assert res["k"][0]["status"] == "complete" and res["k"][0]["config"]["rounds"] == 2
     assert load_checkpoint(folder / CHECKPOINT_NAME)["made_from"]["config"]["rounds"] == 2
+
+
+def test_a_run_of_an_older_results_format_is_run_again(tmp_path: Path) -> None:
+    """A run made before the validation split (format 1) trained on today's validation rows:
+    it is not reported as a current run."""
+    spec = RunSpec("a", "fcf", "ml-100k", {"rounds": 3}, (0,))
+    run_all([spec], tmp_path, runner=Recorder())
+    path = tmp_path / "runs/a/seed-0/results.json"
+    old = json.loads(path.read_text())
+    del old["format"]
+    path.write_text(json.dumps(old))
+    again = Recorder()
+    run_all([spec], tmp_path, runner=again)
+    assert len(again.calls) == 1
+
+
+def test_choice_on_validation_ignores_test_and_reuses_its_trial(tmp_path: Path) -> None:
+    # lr 0.3 has the best test RMSE but the worst validation RMSE: validation decides.
+    scores = {0.1: (0.90, 0.95), 0.2: (0.91, 0.93), 0.3: (0.99, 0.80)}
+    cands = Candidates("table/ml-100k/fcf", "fcf", "ml-100k",
+                       {f"lr {lr}": {"rounds": 3, "lr": lr} for lr in scores}, (0, 1))
+    rec = Recorder(scores)
+    choice = choose_on_validation(cands, tmp_path, runner=rec)
+    assert choice.label == "lr 0.1" and choice.select_on == "val_rmse"
+    assert choice.validation == {"lr 0.1": 0.90, "lr 0.2": 0.91, "lr 0.3": 0.99}
+    assert choice.spec == RunSpec("table/ml-100k/fcf", "fcf", "ml-100k",
+                                  {"rounds": 3, "lr": 0.1}, (0, 1))
+    assert len(rec.calls) == 3
+    # The chosen cell's seed 0 is its trial's run; only seed 1 runs.
+    res = run_all([*choice.trials, choice.spec], tmp_path, runner=rec)
+    assert len(rec.calls) == 4 and rec.calls[-1][1]["seed"] == 1
+    # Tables report the test metric at the validation-chosen round, not the last round's.
+    assert metric(res["table/ml-100k/fcf"], "rmse") == [0.95, 0.95]
+
+
+def test_choice_waits_for_its_trials_in_a_report_only_run(tmp_path: Path) -> None:
+    cands = Candidates("k", "fcf", "ml-100k", {"a": {"lr": 0.1}, "b": {"lr": 0.2}})
+    choice = choose_on_validation(cands, tmp_path, runner=Recorder(), run_missing=False)
+    assert choice.label == "a" and choice.select_on is None
+    assert choice.validation == {"a": None, "b": None}

@@ -16,9 +16,31 @@ import numpy as np
 Results = list[dict[str, Any]]
 
 
+def at_selected_round(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's test metrics at the round chosen on validation (``results.json["selection"]``),
+    or its final metrics where it has no validation split. Training-side figures that the
+    selection does not carry (``final`` keys that are not test metrics) are kept."""
+    sel = run.get("selection")
+    return {**run.get("final", {}), **sel["test"]} if sel else run.get("final", {})
+
+
 def metric(runs: Results, name: str) -> list[float]:
-    """``final[name]`` of each seed's run (missing values dropped)."""
+    """``name`` of each seed's run at its validation-chosen round (:func:`at_selected_round`;
+    missing values dropped)."""
+    return [float(m[name]) for m in map(at_selected_round, runs) if name in m]
+
+
+def last_round_metric(runs: Results, name: str) -> list[float]:
+    """``final[name]`` of each seed's run: the last round's, whatever validation says."""
     return [float(r["final"][name]) for r in runs if name in r.get("final", {})]
+
+
+def selected_rounds(runs: Results) -> str:
+    """The validation-chosen round of each seed's run, ``"r1/r2 of R"`` (``–`` if none)."""
+    rounds = [str(r["selection"]["round"]) for r in runs if r.get("selection")]
+    if not rounds:
+        return "–"
+    return "/".join(rounds) + f" of {runs[0]['config']['rounds']}"
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:

@@ -5,6 +5,12 @@ A reproduction is a list of :class:`RunSpec`. :func:`run_all` runs each into
 ``OUT/runs/KEY/seed-S/`` and skips a run whose ``results.json`` is complete, so a reproduction
 interrupted after hours continues where it stopped (a run interrupted mid-way resumes from its
 own checkpoint).
+
+A setting that was tuned is a :class:`Candidates`: :func:`choose_on_validation` runs each
+candidate once (seed ``tune_seed``, under ``OUT/runs/tune/KEY/``) and keeps the one whose
+validation metric, at the round its own run selects on validation, is best. Test metrics are
+never read to choose; the tables report the test metrics at the validation-chosen round
+(:func:`fedrec.reproduce.report.metric`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrec.errors import FedrecError, ResumeRefused
-from fedrec.experiment import RESULTS_NAME, run_experiment
+from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
 
 FAILED_NAME = "failed.json"
@@ -64,7 +70,8 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             stored = json.loads(path.read_text()) if path.is_file() else {}
             # Reused only if made with today's resolved config: a changed packaged config (a
             # dataset's tuned section) must re-run the setting, not report the old run.
-            if stored.get("status") == "complete" and _same(stored["config"], resolved):
+            if (stored.get("status") == "complete" and stored.get("format") == RESULTS_FORMAT
+                    and _same(stored["config"], resolved)):
                 results.setdefault(spec.key, []).append(stored)
                 by_config.setdefault(canon, (stored, f"{spec.key}/seed-{seed}"))
                 continue
@@ -102,6 +109,72 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             results.setdefault(spec.key, []).append(res)
             by_config[canon] = (res, f"{spec.key}/seed-{seed}")
     return results
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Settings to choose between on validation for one cell of a table, ``{label: overrides}``
+    in order of preference on a tie; the chosen one runs with ``seeds`` as the cell ``key``."""
+
+    key: str
+    algorithm: str
+    dataset: str
+    options: dict[str, dict[str, Any]]
+    seeds: tuple[int, ...] = (0,)
+    tune_seed: int = 0
+
+    def spec(self, label: str) -> RunSpec:
+        return RunSpec(self.key, self.algorithm, self.dataset, self.options[label], self.seeds)
+
+    def trial(self, label: str) -> RunSpec:
+        return RunSpec(f"tune/{self.key}/{label}", self.algorithm, self.dataset,
+                       self.options[label], (self.tune_seed,))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :func:`choose_on_validation` chose: the label, its spec, and every candidate's
+    validation figure (``None`` where its trial is not done)."""
+
+    label: str
+    spec: RunSpec
+    select_on: str | None
+    validation: dict[str, float | None]
+    trials: list[RunSpec]
+
+
+def validation_score(run: dict[str, Any]) -> tuple[str, float, bool] | None:
+    """``(metric, value, higher_is_better)`` of a run's validation-selected round, or None."""
+    sel = run.get("selection")
+    if not sel:
+        return None
+    return sel["select_on"], float(sel[sel["select_on"]]), bool(sel["higher_is_better"])
+
+
+def choose_on_validation(cands: Candidates, out: Path, before: Sequence[RunSpec] = (),
+                         **run_kwargs: Any) -> Choice:
+    """Run every candidate's trial (resumable, as :func:`run_all`) and choose on validation.
+
+    ``before``: runs already made (earlier choices' trials): a trial with the same effective
+    configuration reuses one instead of running again. With ``run_missing=False`` only
+    finished trials compete; with none finished the first candidate is returned (and the
+    report says the choice is not made yet)."""
+    trials = [cands.trial(label) for label in cands.options]
+    res = run_all([*before, *trials], out, **run_kwargs)
+    scores = {label: validation_score(res[t.key][0]) if t.key in res else None
+              for label, t in zip(cands.options, trials, strict=True)}
+    done = {label: sc for label, sc in scores.items() if sc is not None}
+    if not done:
+        first = next(iter(cands.options))
+        return Choice(first, cands.spec(first), None, dict.fromkeys(scores), trials)
+    names = {sc[0] for sc in done.values()}
+    if len(names) != 1:
+        raise FedrecError(f"{cands.key}: candidates select on different metrics {sorted(names)}")
+    sign = -1.0 if next(iter(done.values()))[2] else 1.0
+    order = list(cands.options)
+    best = min(done, key=lambda label: (sign * done[label][1], order.index(label)))
+    return Choice(best, cands.spec(best), names.pop(),
+                  {label: sc[1] if sc else None for label, sc in scores.items()}, trials)
 
 
 def _resolved(spec: RunSpec, seed: int) -> dict[str, Any]:
