@@ -30,9 +30,18 @@ def metric(runs: Results, name: str) -> list[float]:
     return [float(m[name]) for m in map(at_selected_round, runs) if name in m]
 
 
-def last_round_metric(runs: Results, name: str) -> list[float]:
-    """``final[name]`` of each seed's run: the last round's, whatever validation says."""
-    return [float(r["final"][name]) for r in runs if name in r.get("final", {})]
+def best_test_metric(runs: Results, name: str, higher_is_better: bool) -> list[float]:
+    """Each seed's best *test* ``name`` over its evaluated rounds: what choosing the round on
+    the test set would report. Not a result: its distance from :func:`metric` measures the
+    optimism of reading the test set to choose."""
+    pick = max if higher_is_better else min
+    out = []
+    for r in runs:
+        vals = [float(h["eval"][name]) for h in r.get("history", [])
+                if name in h.get("eval", {})]
+        if vals:
+            out.append(pick(vals))
+    return out
 
 
 def selected_rounds(runs: Results) -> str:
