@@ -52,6 +52,7 @@ from fedrec.errors import ConfigError
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.models.mf import bpr_loss, sample_negatives
+from fedrec.models.training import minibatch_epoch
 
 MODELS = ("lightgcn", "ngcf", "neumf")
 
@@ -205,12 +206,10 @@ class CentralRankingTrainer(CentralizedTrainer):
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(derive_seed(cfg.seed, rnd, "central-dropout"))
-            for idx in torch.split(order.to(self.device), cfg.batch):
-                loss = loss_fn(*(c[idx] for c in cols))
-                self.opt.zero_grad()
-                loss.backward()
-                self.opt.step()
-                total += float(loss.detach()) * len(idx)
+            steps = minibatch_epoch(order.to(self.device), cfg.batch,
+                                    lambda idx: loss_fn(*(c[idx] for c in cols)), self.opt)
+        for batch_mean, size in steps:  # one by one, as the batches came
+            total += batch_mean * size
         return {"train_loss": total / m}
 
     # -- evaluation ------------------------------------------------------------------------

@@ -65,6 +65,7 @@ from fedrec.core.rng import torch_generator
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 from fedrec.errors import ProtocolError
+from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_seeds
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (
@@ -237,15 +238,11 @@ class FCFClient(PartyLogic):
         """A client's sparse upload as one dense float64 vector over all items: the item-factor
         gradient (``num_items x dim``, row-major) then, for explicit ratings, the item-bias
         gradient. Its length is the same for every client."""
-        gq = np.zeros((self.num_items, self.cfg.dim))
-        np.add.at(gq, msg["items"].cpu().numpy(), msg["grad_q"].detach().cpu().double().numpy())
-        parts = [gq.ravel()]
-        if self.explicit:
-            gb = np.zeros(self.num_items)
-            np.add.at(gb, msg["items"].cpu().numpy(),
-                      msg["grad_b"].detach().cpu().double().numpy())
-            parts.append(gb)
-        return np.concatenate(parts)
+        items = msg["items"].cpu()
+        names = ("grad_q", "grad_b") if self.explicit else ("grad_q",)
+        return np.concatenate([
+            sum_rows(items, msg[name].detach().cpu().double(), self.num_items).numpy().ravel()
+            for name in names])
 
 
 class FCFServer(ServerLogic):
@@ -281,13 +278,16 @@ class FCFServer(ServerLogic):
                 "the rest dropped out); if updates diverge, lower lr_user or lr"
             )
         dev = self.q.device
-        items = torch.cat([torch.as_tensor(r["items"], device=dev) for r in replies.values()])
-        gq = torch.cat([torch.as_tensor(r["grad_q"], device=dev) for r in replies.values()])
+
+        def gathered(name: str) -> torch.Tensor:
+            return torch.cat([torch.as_tensor(r[name], device=dev) for r in replies.values()])
+
+        items = gathered("items")
         self.opt.zero_grad()
-        self.q.grad = torch.zeros_like(self.q).index_add_(0, items, gq)
+        # The cohort's gradient: each upload's rows summed into the rows of its item ids.
+        self.q.grad = sum_rows(items, gathered("grad_q"), out=torch.zeros_like(self.q))
         if self.explicit:
-            gb = torch.cat([torch.as_tensor(r["grad_b"], device=dev) for r in replies.values()])
-            self.b_i.grad = torch.zeros_like(self.b_i).index_add_(0, items, gb)
+            self.b_i.grad = sum_rows(items, gathered("grad_b"), out=torch.zeros_like(self.b_i))
         self.opt.step()
         return {"clients": len(replies)}
 

@@ -40,6 +40,7 @@ from fedrec.core.rng import derive_seed
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
 from fedrec.errors import ProtocolError
+from fedrec.federation.aggregation import fedavg
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.secrets import PartySecret
 from fedrec.models import ncf
@@ -120,23 +121,6 @@ class FedAvgNCFClient(PTFClient):
             msg.update({k: v.clone() for k, v in st["params"].items() if k != "user"})
             out.append(msg)
         return out
-
-
-def fedavg(uploads: Sequence[Payload], names: Sequence[str]) -> dict[str, torch.Tensor]:
-    """``n``-weighted mean of each named parameter over the uploads."""
-    weights = torch.tensor([float(u["n"]) for u in uploads], dtype=torch.float64)
-    if not len(uploads) or weights.sum() <= 0:
-        raise ProtocolError("FedAvg needs at least one upload with training rows")
-    weights = weights / weights.sum()
-    out = {}
-    for k in names:
-        # A running sum, not a stacked tensor: Steam's 12k uploads of the item table would
-        # need 16 GB stacked in float64.
-        acc = torch.zeros(torch.as_tensor(uploads[0][k]).shape, dtype=torch.float64)
-        for w, u in zip(weights.tolist(), uploads, strict=True):
-            acc.add_(torch.as_tensor(u[k]).double(), alpha=w)
-        out[k] = acc.float()
-    return out
 
 
 class FedAvgNCFServer(ServerLogic):

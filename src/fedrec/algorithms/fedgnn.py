@@ -237,6 +237,7 @@ from fedrec.core.rng import torch_generator
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset, check_split
 from fedrec.errors import ConfigError, ProtocolError
+from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import (
     Observer,
@@ -831,11 +832,11 @@ class FedGNNServer(ServerLogic):
         uploads = torch.zeros(len(self.items))
         for r in replies.values():
             ids = torch.as_tensor(r["items"]).long()
-            g_items.index_add_(0, ids, torch.as_tensor(r["grad_items"]).float())
+            sum_rows(ids, torch.as_tensor(r["grad_items"]).float(), out=g_items)
             g_model += torch.as_tensor(r["grad_model"]).float()
             self.max_upload_dim = max(self.max_upload_dim, g_model.numel() + ids.numel()
                                       * self.items.shape[1])
-            uploads.index_add_(0, ids, torch.ones(len(ids)))
+            sum_rows(ids, torch.ones(len(ids)), out=uploads)
         return g_model, g_items, uploads
 
     def secure_sum(self, rt: Runtime, selected: list[int], stats: dict[str, float]

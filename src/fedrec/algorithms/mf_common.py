@@ -25,6 +25,7 @@ from fedrec.data.types import (
     RatingDataset,
     check_split,
 )
+from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models.mf import predict_ratings
@@ -155,9 +156,8 @@ def evaluate_clients_explicit(
         pred = predict_ratings(p[rows.local], b_u[rows.local], q[rows.items], b_i[rows.items],
                                mu, unit)
         err = pred.clamp(lo, hi) - rows.values
-    zeros = torch.zeros(len(ctxs), dtype=torch.float64, device=err.device)
-    sq = zeros.index_add(0, rows.local, err.double() ** 2).cpu()
-    ab = zeros.index_add(0, rows.local, err.double().abs()).cpu()
+    sq = sum_rows(rows.local, err.double() ** 2, len(ctxs)).cpu()
+    ab = sum_rows(rows.local, err.double().abs(), len(ctxs)).cpu()
     return [
         {"sq_err": float(sq[i]), "abs_err": float(ab[i]), "count": int(rows.counts[i])}
         for i in range(len(ctxs))

@@ -132,6 +132,7 @@ from fedrec.federation.secrets import PartySecret
 from fedrec.metrics.ranking import ScoreFn, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
+from fedrec.models.training import minibatch_epoch
 from fedrec.privacy.report import attack_fields, no_guarantee
 
 DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
@@ -679,21 +680,24 @@ class PTFServer(ServerLogic):
         soft = torch.cat([torch.as_tensor(r["scores"]).float() for r in replies.values()])
         adj = self._graph()
         self.model.train()
+
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
+            u_emb, i_emb = self.model(adj)  # every batch re-propagates the full graph
+            logits = (u_emb[users[idx]] * i_emb[items[idx]]).sum(-1)
+            return F.binary_cross_entropy_with_logits(logits, soft[idx].clamp(0, 1),
+                                                      reduction="sum")
+
+        def count_update(idx: torch.Tensor) -> None:
+            self.update_counts[torch.unique(items[idx])] += 1
+
         total, n_batches = 0.0, 0
         for epoch in range(cfg.server_epochs):
             gen = torch_generator(cfg.seed, rnd, "ptf-server-shuffle", epoch)
             perm = torch.randperm(len(users), generator=gen)
-            for idx in torch.split(perm, cfg.server_batch):
-                u_emb, i_emb = self.model(adj)
-                logits = (u_emb[users[idx]] * i_emb[items[idx]]).sum(-1)
-                loss = F.binary_cross_entropy_with_logits(
-                    logits, soft[idx].clamp(0, 1), reduction="sum")
-                self.opt.zero_grad()
-                loss.backward()
-                self.opt.step()
-                self.update_counts[torch.unique(items[idx])] += 1
-                total += float(loss.detach())
-                n_batches += 1
+            steps = minibatch_epoch(perm, cfg.server_batch, loss_of, self.opt, count_update)
+            for batch_sum, _ in steps:  # one by one, as the batches came
+                total += batch_sum
+            n_batches += len(steps)
         t_server = time.perf_counter() - t0 - t_clients
         n_disp = self._disperse(rt, replies, rnd)
         stats: dict[str, float] = {
