@@ -1,48 +1,143 @@
-"""Configuration resolution: packaged YAML, per-dataset section, --config file, --set overrides."""
+"""Configuration resolution: dataclass defaults, packaged per-dataset sections, --config file,
+--set overrides; ``fedrec config show`` as a config file."""
 
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from fedrec.algorithms import ALGORITHMS
+from fedrec import config
+from fedrec.algorithms import ALGORITHMS, config_show_text, resolve_config
+from fedrec.algorithms.central_ranking import CentralRankingConfig
 from fedrec.algorithms.fcf import FCFConfig
 from fedrec.algorithms.pmf import PMFConfig
-from fedrec.config import build_config, default_config_text, parse_override, to_dict
+from fedrec.config import (
+    RunConfig,
+    build_config,
+    option_doc,
+    packaged_sections_text,
+    parse_override,
+    to_dict,
+)
+from fedrec.data.catalog import SPECS
 from fedrec.errors import ConfigError
 
 
 def _packaged(algorithm: str) -> dict:
-    return yaml.safe_load(default_config_text(algorithm))
+    """``fedrec config show ALGORITHM`` read as YAML."""
+    return yaml.safe_load(config_show_text(algorithm))
+
+
+def _sections(algorithm: str) -> dict[str, dict[str, Any]]:
+    """The packaged per-dataset sections of ``algorithm``."""
+    data = yaml.safe_load(packaged_sections_text(algorithm)) or {}
+    return {name: section or {} for name, section in (data.get("datasets") or {}).items()}
+
+
+def _typed(cfg: RunConfig) -> dict[str, tuple[type, Any]]:
+    """Every option with its type: 10 and 10.0 are equal, but not the same option value."""
+    return {k: (type(v), v) for k, v in to_dict(cfg).items()}
+
+
+def _in_code(cls: type[RunConfig], section: dict[str, Any]) -> RunConfig:
+    """The config built in code: the dataclass's defaults plus a per-dataset section."""
+    hints = typing.get_type_hints(cls)
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items()}
+    values = {k: float(v) if hints[k] is float and isinstance(v, int) else v
+              for k, v in values.items()}
+    return cls(**values)
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_every_algorithm_has_packaged_defaults_that_validate(algorithm: str) -> None:
+def test_fedrec_run_resolves_the_dataclass_defaults_plus_the_packaged_section(
+        algorithm: str) -> None:
     cls = ALGORITHMS[algorithm].config_cls
-    data = _packaged(algorithm)
-    per_dataset = data.pop("datasets", {}) or {}
-    cfg = build_config(cls, algorithm)
-    fields = {f.name for f in dataclasses.fields(cls)}
-    assert set(data) <= fields  # the packaged file only names real options...
-    for key, value in data.items():
-        got = getattr(cfg, key)
-        got = list(got) if isinstance(got, tuple) else got  # YAML lists become tuples
-        assert got == value, key  # ...and every one of them is applied
-    for dataset in per_dataset:
-        build_config(cls, algorithm, dataset)  # every per-dataset section is valid too
+    assert _typed(build_config(cls, algorithm)) == _typed(cls())
+    sections = _sections(algorithm)
+    for dataset, section in sections.items():
+        assert section  # a section that sets nothing is a mistake
+        resolved = build_config(cls, algorithm, dataset)
+        assert _typed(resolved) == _typed(_in_code(cls, section)), dataset
+    no_section = next(name for name in SPECS if name not in sections)
+    assert _typed(build_config(cls, algorithm, no_section)) == _typed(cls())
 
 
-def test_defaults_come_from_the_packaged_yaml() -> None:
-    data = _packaged("fcf")
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_packaged_yaml_holds_only_per_dataset_sections(algorithm: str) -> None:
+    data = yaml.safe_load(packaged_sections_text(algorithm)) or {}
+    assert set(data) <= {"datasets"}  # the defaults live in the dataclass only
+
+
+def test_a_default_in_the_packaged_yaml_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "packaged_sections_text", lambda _: "rounds: 3\ndatasets: {}\n")
+    with pytest.raises(ConfigError, match=r"fcf\.yaml: only a datasets: section belongs here"):
+        build_config(FCFConfig, "fcf")
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_config_show_lists_every_option_with_its_default_and_doc(algorithm: str) -> None:
+    cls = ALGORITHMS[algorithm].config_cls
+    text = config_show_text(algorithm)
+    data = yaml.safe_load(text)
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert list(data) == ([*names, "datasets"] if _sections(algorithm) else names)
+    for name in names:
+        doc = option_doc(cls, name)
+        assert doc, name
+        assert f"  # {doc}\n" in text, name
+    assert text.endswith(packaged_sections_text(algorithm))  # the sections, verbatim
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_config_show_reads_back_as_the_same_config(algorithm: str, tmp_path: Path) -> None:
+    cls = ALGORITHMS[algorithm].config_cls
+    shown = tmp_path / f"{algorithm}.yaml"
+    shown.write_text(config_show_text(algorithm))
+    for dataset in (None, "ml-100k", *_sections(algorithm)):
+        assert _typed(build_config(cls, algorithm, dataset, shown)) == _typed(
+            build_config(cls, algorithm, dataset)), dataset
+
+
+def test_an_edited_copy_of_config_show_overrides_the_defaults(tmp_path: Path) -> None:
+    # What users do: copy `config show`, change a top-level value, run with --config.
+    text = config_show_text("fcf")
+    assert "\nlr_user: 0.5 " in text
+    edited = tmp_path / "mine.yaml"
+    edited.write_text(text.replace("\nlr_user: 0.5 ", "\nlr_user: 2.0 "))
+    for dataset in (None, "ml-100k"):
+        cfg = build_config(FCFConfig, "fcf", dataset, edited)
+        assert cfg == dataclasses.replace(FCFConfig(), lr_user=2.0)
+    # The copy's own gowalla section still applies to gowalla (later wins within a file).
+    assert build_config(FCFConfig, "fcf", "gowalla", edited).lr_user == 10.0
+
+
+def test_defaults_are_what_fedrec_run_used() -> None:
+    # FCF's dataclass once said lr_user 0.05, reg 0.01 while `fedrec run` used 0.5 and 0.1: the
+    # dataclass is now the only source of both.
     cfg = build_config(FCFConfig, "fcf", "ml-100k")  # no ml-100k section: plain defaults
     assert isinstance(cfg, FCFConfig)
-    assert (cfg.rounds, cfg.dim, cfg.lr, cfg.lr_user, cfg.reg) == (
-        data["rounds"], data["dim"], data["lr"], data["lr_user"], data["reg"]
-    )
-    assert to_dict(cfg)["rounds"] == data["rounds"]
+    assert cfg == FCFConfig()
+    assert (cfg.rounds, cfg.dim, cfg.lr, cfg.lr_user, cfg.reg, cfg.eval_every) == (
+        100, 32, 0.01, 0.5, 0.1, 10)
+    assert to_dict(cfg)["rounds"] == 100
+
+
+def test_each_algorithm_resolves_in_its_own_config_class() -> None:
+    # CentralRankingConfig holds LightGCN's defaults: NeuMF and NGCF have their own classes, and
+    # fedrec run (resolve_config) picks the registered one.
+    for name in ("lightgcn", "ngcf", "neumf"):
+        cfg = resolve_config(name)
+        assert type(cfg) is ALGORITHMS[name].config_cls and cfg == ALGORITHMS[name].config_cls()
+    assert resolve_config("neumf") != CentralRankingConfig()
+    with pytest.raises(ConfigError, match="unknown algorithm 'nope'"):
+        resolve_config("nope")
+    with pytest.raises(ConfigError, match="unknown algorithm 'nope'"):
+        config_show_text("nope")
 
 
 def test_per_dataset_section_applies_only_to_that_dataset() -> None:
@@ -63,7 +158,7 @@ def test_config_file_layer_then_set_overrides(tmp_path: Path) -> None:
     )
     cfg = build_config(FCFConfig, "fcf", "ml-100k", path)
     assert (cfg.rounds, cfg.dim, cfg.lr, cfg.reg) == (7, 12, 0.02, 0.5)
-    assert cfg.lr_user == _packaged("fcf")["lr_user"]  # untouched keys keep the defaults
+    assert cfg.lr_user == FCFConfig().lr_user  # untouched keys keep the defaults
     # The user's top-level value beats the packaged per-dataset one (later layers win).
     gow = build_config(FCFConfig, "fcf", "gowalla", path)
     assert gow.dim == 99 and gow.lr == 0.02
@@ -174,8 +269,8 @@ def test_malformed_inputs(tmp_path: Path) -> None:
         build_config(FCFConfig, "fcf", overrides=["rounds"])
     with pytest.raises(ConfigError, match="YAML"):
         build_config(FCFConfig, "fcf", overrides=["dim=[1"])
-    with pytest.raises(ConfigError, match="no default configuration"):
-        default_config_text("no-such-algorithm")
+    with pytest.raises(ConfigError, match="unknown algorithm 'no-such-algorithm'"):
+        config_show_text("no-such-algorithm")
 
 
 def test_config_file_that_cannot_be_one(tmp_path: Path) -> None:

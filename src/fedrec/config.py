@@ -1,8 +1,12 @@
-"""Configurations: a typed dataclass per algorithm, defaults in a YAML file a user can copy.
+"""Configurations: a typed dataclass per algorithm, which holds every option's default and doc.
 
-Resolution order (later wins): the algorithm's packaged YAML (``fedrec/configs/NAME.yaml``), its
-``datasets: {DATASET: {...}}`` section for the chosen dataset, the user's ``--config FILE`` (same
-layout), then ``--set key=value`` overrides. Unknown keys, a ``datasets:`` section naming a dataset
+Resolution order (later wins): the defaults of the algorithm's config dataclass (each field an
+:func:`option`: the value ``fedrec run`` uses, and a one-line doc), the ``datasets: {DATASET:
+{...}}`` section for the chosen dataset in the algorithm's packaged YAML
+(``fedrec/configs/NAME.yaml``, which holds nothing else), the user's ``--config FILE`` (any option
+at the top level, and its own ``datasets:`` section), then ``--set key=value`` overrides.
+``fedrec config show NAME`` (:func:`default_config_text`) writes the defaults, each with its doc,
+and the packaged sections as such a file. Unknown keys, a ``datasets:`` section naming a dataset
 fedrec does not know, a key given twice in one mapping, values of the wrong type, out of range or
 not finite (NaN, infinity), and a config file that is not a readable UTF-8 file raise
 :class:`~fedrec.errors.ConfigError` with a one-line message.
@@ -24,16 +28,36 @@ import yaml
 from fedrec.errors import ConfigError
 
 
+def option(default: Any, doc: str = "") -> Any:
+    """A config field: its default (what ``fedrec run`` uses) and the one-line doc ``fedrec
+    config show`` prints beside it. A subclass redeclaring a field only to change its default may
+    leave ``doc`` empty: the doc of the base class's field then applies (:func:`option_doc`)."""
+    return dataclasses.field(default=default, metadata={"doc": doc} if doc else {})
+
+
+def option_doc(cls: type, name: str) -> str:
+    """The doc of option ``name`` of config class ``cls``: the nearest one along its bases."""
+    for klass in cls.__mro__:
+        declared = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if declared is not None and declared.metadata.get("doc"):
+            return str(declared.metadata["doc"])
+    return ""
+
+
 @dataclass
 class RunConfig:
-    """Options every run has. ``clients_per_round`` 0 means all clients."""
+    """Options every run has. Every algorithm's config class gives ``rounds`` its default."""
 
-    rounds: int
-    seed: int = 0
-    clients_per_round: int = 0
-    dropout: float = 0.0
-    dropout_after_calls: int = 0
-    eval_every: int = 1
+    rounds: int = dataclasses.field(metadata={"doc": "rounds of training (for a centralized "
+                                                     "algorithm: epochs)"})
+    seed: int = option(0, "public seed: initialisation, client sampling, simulated dropouts")
+    clients_per_round: int = option(0, "clients sampled per round (0 = every client, every "
+                                       "round)")
+    dropout: float = option(0.0, "probability that a client drops out of a round (sends no "
+                                 "update)")
+    dropout_after_calls: int = option(0, "calls a dropping client still answers in its round "
+                                         "(0: none)")
+    eval_every: int = option(1, "evaluate every this many rounds (and after the last)")
 
     def validate(self) -> None:
         check_range("rounds", self.rounds, 1)
@@ -150,12 +174,50 @@ def _read_yaml(text: str, source: str) -> dict[str, Any]:
     return data
 
 
-def default_config_text(algorithm: str) -> str:
-    """The packaged defaults file of ``algorithm`` (what ``fedrec config show`` prints)."""
+def packaged_sections_text(algorithm: str) -> str:
+    """The algorithm's packaged per-dataset file (``datasets:`` and its comments; empty when
+    it has none)."""
     try:
         return resources.files("fedrec.configs").joinpath(f"{algorithm}.yaml").read_text()
     except FileNotFoundError:
-        raise ConfigError(f"no default configuration for algorithm {algorithm!r}") from None
+        return ""
+
+
+def _packaged_sections(algorithm: str) -> dict[str, Any]:
+    """The packaged file read, holding a ``datasets:`` section only: the defaults live in the
+    config dataclass, and a default written here too would be a second source of truth."""
+    source = f"{algorithm}.yaml"
+    data = _read_yaml(packaged_sections_text(algorithm), source)
+    extra = sorted(set(data) - {"datasets"})
+    if extra:
+        raise ConfigError(f"{source}: only a datasets: section belongs here (the defaults are "
+                          f"the config class's), got {', '.join(extra)}")
+    return data
+
+
+def _yaml_scalar(value: Any) -> str:
+    """``value`` as one line of YAML that reads back as the same option value."""
+    plain = list(value) if isinstance(value, tuple) else value
+    return yaml.safe_dump(plain, default_flow_style=True, width=1 << 20).split("\n")[0]
+
+
+def default_config_text(cls: type[RunConfig], algorithm: str,
+                        heading: typing.Sequence[str] = ()) -> str:
+    """What ``fedrec config show`` prints (:func:`fedrec.algorithms.config_show_text` gives the
+    algorithm's class and ``heading``): ``heading`` as comments, every option of ``cls`` with
+    its default and doc, then the packaged ``datasets:`` sections verbatim. A valid
+    ``--config`` file that resolves to the same configuration as no file at all."""
+    rows = [(f"{f.name}: {_yaml_scalar(f.default)}", option_doc(cls, f.name))
+            for f in dataclasses.fields(cls)]
+    width = min(28, max(len(text) for text, _ in rows))
+    lines = [
+        *(f"# {line}" for line in heading),
+        f"# The defaults of {cls.__module__}.{cls.__qualname__} (comments there and in its",
+        "# base classes give the reasons for tuned values). Copy this file, edit it, and pass it",
+        "# with --config; or override single keys with --set key=value.",
+        *(f"{text:<{width}}  # {doc}" if doc else text for text, doc in rows),
+    ]
+    return "\n".join(lines) + "\n" + packaged_sections_text(algorithm)
 
 
 def _read_config_file(path: Path) -> str:
@@ -202,11 +264,23 @@ def _layer(values: dict[str, Any], data: dict[str, Any], dataset: str | None,
         values.update(per_dataset[dataset] or {})
 
 
-def parse_override(item: str) -> tuple[str, Any]:
+def parse_override(item: str, flag: str = "--set") -> tuple[str, Any]:
+    """``key=value`` of a command-line ``flag``, the value read as YAML (``3``, ``0.1``, ``u3``)."""
     if "=" not in item:
-        raise ConfigError(f"--set expects key=value, got {item!r}")
+        raise ConfigError(f"{flag} expects key=value, got {item!r}")
     key, raw = item.split("=", 1)
-    return key.strip(), _read_yaml(f"v: {raw}", f"--set {key}")["v"]
+    return key.strip(), _read_yaml(f"v: {raw}", f"{flag} {key}")["v"]
+
+
+def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """Every ``key=value`` of a repeated ``flag``; a key given twice is refused."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, value = parse_override(item, flag)
+        if key in out:
+            raise ConfigError(f"{flag} {key} is given twice")
+        out[key] = value
+    return out
 
 
 def build_config(
@@ -216,10 +290,11 @@ def build_config(
     config_file: str | Path | None = None,
     overrides: typing.Sequence[str] | dict[str, Any] = (),
 ) -> C:
-    """Resolve the configuration of one run (see the module docstring)."""
+    """Resolve the configuration of one run of ``algorithm`` with options ``cls`` (see the
+    module docstring). ``cls`` must be the algorithm's own class: another's defaults would
+    apply silently; :func:`fedrec.algorithms.resolve_config` looks it up."""
     values: dict[str, Any] = {}
-    packaged = f"{algorithm}.yaml"
-    _layer(values, _read_yaml(default_config_text(algorithm), packaged), dataset, packaged)
+    _layer(values, _packaged_sections(algorithm), dataset, f"{algorithm}.yaml")
     if config_file is not None:
         path = Path(config_file)
         _layer(values, _read_yaml(_read_config_file(path), str(path)), dataset, str(path))

@@ -1,10 +1,14 @@
 """Running one experiment: build, train round by round, checkpoint, evaluate, write results.
 
+The round loop itself, :func:`run_rounds`, is every engine's: ``fedrec run``
+(:func:`run_experiment`, with checkpoints and a progress bar), the in-process simulation
+(:func:`fedrec.engines.common.simulate`) and the Flower ServerApp (a per-round callback).
+
 The results file (``results.json``) is written once, at the end, with ``"status": "complete"``;
 a run that stops early leaves only its last checkpoint (``checkpoint.pt``, written atomically
 after every round), from which ``resume=True`` continues and ends with the same result as an
 uninterrupted run (all randomness is keyed by (key, round, party), see
-:mod:`fedrec.federation.rng`; the clients' keys come from the experimenter's client secret,
+:mod:`fedrec.core.rng`; the clients' keys come from the experimenter's client secret,
 kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 
 The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved
@@ -22,6 +26,7 @@ import platform
 import resource
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -29,9 +34,9 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms import get_algorithm
+from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import VAL_PREFIX, Trainer, build_trainer, evaluate_splits
-from fedrec.config import RunConfig, build_config, to_dict
+from fedrec.config import RunConfig, to_dict
 from fedrec.data import load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
@@ -57,6 +62,7 @@ class RunResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     final: dict[str, float] = field(default_factory=dict)
     selection: dict[str, Any] | None = None
+    dataset_options: dict[str, Any] = field(default_factory=dict)
     communication: dict[str, Any] = field(default_factory=dict)
     privacy: dict[str, Any] | None = None
     wall_time_s: float = 0.0
@@ -69,6 +75,7 @@ class RunResult:
             "status": self.status,
             "algorithm": self.algorithm,
             "dataset": self.dataset,
+            "dataset_options": self.dataset_options,
             "config": self.config,
             "seed": self.config.get("seed"),
             "final": self.final,
@@ -230,7 +237,7 @@ def run_experiment(
     it exists to test resuming.
     """
     spec = get_algorithm(algorithm)
-    cfg: RunConfig = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
+    cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
     dev = resolve_device(device)
     kind = get_spec(dataset).kind
     if kind not in spec.dataset_kinds:
@@ -255,23 +262,75 @@ def run_experiment(
         check_resume(stored, record, out)
     seed_everything(cfg.seed)
     trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
-    result = RunResult(algorithm, dataset, to_dict(cfg))
-    start_round, elapsed_before = 1, 0.0
+    result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))
+    checkpoint = None
     if out is not None:
         # Only now, with every check passed: a refused run leaves a finished result in place.
         (out / RESULTS_NAME).unlink(missing_ok=True)
-        if stored is not None:
-            trainer.load_state_dict(stored["trainer"])
-            result.history = stored["history"]
-            start_round = stored["round"] + 1
-            elapsed_before = stored["elapsed"]
+        checkpoint = RoundCheckpoint(out / CHECKPOINT_NAME, record, resume_from=stored)
+    run_rounds(trainer, cfg, result, checkpoint=checkpoint,
+               progress=f"{algorithm}/{dataset}" if progress else None, stop_after=stop_after)
+    if out is not None and result.status == "complete":
+        tmp = out / (RESULTS_NAME + ".tmp")
+        tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
+        tmp.replace(out / RESULTS_NAME)
+    return result
 
+
+@dataclass
+class RoundCheckpoint:
+    """The round loop's checkpoint: written to ``path`` after every round with the run's
+    :func:`made_from` record; ``resume_from``, a checkpoint loaded from there, is the state the
+    loop continues from (None: a fresh run from round 1)."""
+
+    path: Path
+    made_from: dict[str, Any]
+    resume_from: dict[str, Any] | None = None
+
+
+def is_eval_round(cfg: RunConfig, rnd: int) -> bool:
+    """The evaluation schedule: every ``eval_every`` rounds, and the last round."""
+    return rnd % cfg.eval_every == 0 or rnd == cfg.rounds
+
+
+def run_rounds(
+    trainer: Trainer,
+    cfg: RunConfig,
+    result: RunResult,
+    *,
+    checkpoint: RoundCheckpoint | None = None,
+    progress: str | None = None,
+    on_round: Callable[[dict[str, Any]], None] | None = None,
+    evaluate_at: Callable[[int], bool] | None = None,
+    stop_after: int | None = None,
+) -> RunResult:
+    """The round loop of every engine: rounds ``1..cfg.rounds`` of ``trainer``, a history row
+    each appended to ``result`` (training statistics, an evaluation where ``evaluate_at(rnd)``
+    -- by default :func:`is_eval_round` --, the round's ledger totals, its wall time), then
+    :func:`finish_result`.
+
+    Hooks, all optional: ``checkpoint`` (saved after every round; with ``resume_from``, the
+    trainer's state, the history and the elapsed time are restored first and the loop starts
+    after the checkpoint's round), ``progress`` (a progress bar on stderr with this label),
+    ``on_round`` (called with each history row, after its checkpoint). ``stop_after`` ends the
+    loop after that round *as if interrupted* (``result.status`` ``"interrupted"``, not
+    finished): it exists to test resuming.
+    """
+    evaluate_at = evaluate_at or (lambda rnd: is_eval_round(cfg, rnd))
+    start_round, elapsed_before = 1, 0.0
+    stored = checkpoint.resume_from if checkpoint is not None else None
+    if stored is not None:
+        trainer.load_state_dict(stored["trainer"])
+        result.history = stored["history"]
+        start_round = stored["round"] + 1
+        elapsed_before = stored["elapsed"]
     t0 = time.perf_counter()
-    bar = _progress(range(start_round, cfg.rounds + 1), progress, f"{algorithm}/{dataset}")
+    rounds = range(start_round, cfg.rounds + 1)
+    bar = _progress(rounds, progress) if progress is not None else rounds
     for rnd in bar:
         t_round = time.perf_counter()
         row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
-        if rnd % cfg.eval_every == 0 or rnd == cfg.rounds:
+        if evaluate_at(rnd):
             row["eval"] = evaluate_splits(trainer)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix({k: f"{v:.4g}" for k, v in row["eval"].items() if k in _SHOWN})
@@ -279,21 +338,18 @@ def run_experiment(
         row["communication"] = trainer.ledger.totals(rnd)
         row["time_s"] = time.perf_counter() - t_round
         result.history.append(row)
-        if out is not None:
-            save_checkpoint(out / CHECKPOINT_NAME, {
-                "made_from": record, "round": rnd,
+        if checkpoint is not None:
+            save_checkpoint(checkpoint.path, {
+                "made_from": checkpoint.made_from, "round": rnd,
                 "trainer": trainer.state_dict(), "history": result.history,
                 "elapsed": elapsed_before + time.perf_counter() - t0,
             })
+        if on_round is not None:
+            on_round(row)
         if stop_after is not None and rnd >= stop_after and rnd < cfg.rounds:
             result.status = "interrupted"
             return result
-    finish_result(result, trainer, t0, elapsed_before)
-    if out is not None:
-        tmp = out / (RESULTS_NAME + ".tmp")
-        tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
-        tmp.replace(out / RESULTS_NAME)
-    return result
+    return finish_result(result, trainer, t0, elapsed_before)
 
 
 def finish_result(
@@ -364,9 +420,7 @@ def select_round(history: list[dict[str, Any]]) -> dict[str, Any] | None:
 _SHOWN = ("rmse", "Recall@20", "NDCG@20", "accuracy", "f1_micro")
 
 
-def _progress(it: range, enabled: bool, desc: str):
-    if not enabled:
-        return it
+def _progress(it: range, desc: str):
     from tqdm import tqdm
 
     return tqdm(it, desc=desc, unit="round", file=sys.stderr, dynamic_ncols=True)

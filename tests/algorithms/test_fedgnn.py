@@ -22,7 +22,7 @@ from fedrec.errors import ConfigError
 from fedrec.federation.message import SERVER, THIRD_PARTY, Message
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import gnn
-from fedrec.privacy import LaplaceMechanism, PrivacyAccountant, fedgnn_ldp_epsilon
+from fedrec.privacy import LaplaceMechanism, PrivacyAccountant, linf_laplace_epsilon
 
 torch.set_num_threads(2)
 DATA = Path(os.environ.get("FEDREC_DATA", "/work/shared/datasets"))
@@ -219,7 +219,7 @@ def test_training_reduces_rmse_and_privacy_report(ds) -> None:
     assert after < before - 0.01
     assert srv.expansions == 1
     rep = tr.privacy_report()
-    eps = fedgnn_ldp_epsilon(0.1, 0.2, rep["upload_dim"])
+    eps = linf_laplace_epsilon(0.1, 0.2, rep["upload_dim"])
     assert rep["epsilon_per_coordinate_per_upload"] == pytest.approx(eps.per_coordinate) == 1.0
     assert rep["epsilon_per_upload"] == pytest.approx(eps.per_vector)
     assert 1 <= rep["participations_max"] <= 4
@@ -275,7 +275,7 @@ def test_privacy_report_is_for_the_whole_upload_and_the_rounds_taken_part_in(ds)
     assert ids["measured_attack_f1"] == pytest.approx(f1)
     assert 0.0 < ids["measured_attack_f1"] <= 1.0
     # The CLI's summary prints the honest figure and the attack's F1
-    from fedrec.cli.main import privacy_rows
+    from fedrec.cli.summary import privacy_rows
     rows = dict(privacy_rows(rep))
     assert rows["epsilon (whole run, per client)"].startswith(f"{most * per_upload:.4g} ")
     assert rows["item ids: measured attack F1"].startswith(f"{f1:.3f}")

@@ -16,10 +16,10 @@ from fedrec.algorithms import get_algorithm
 from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fedmf import FedMFConfig, FedMFServer, build_fedmf_job
 from fedrec.config import build_config
+from fedrec.core.codec import iter_float_arrays, payload_size
 from fedrec.data import RatingDataset
 from fedrec.errors import ConfigError
 from fedrec.federation import SERVER, Message
-from fedrec.federation.codec import iter_float_arrays, payload_size
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.privacy.paillier import EncryptedArray
 

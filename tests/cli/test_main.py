@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedrec.config import default_config_text
+from fedrec.algorithms import config_show_text
+from fedrec.federation.checkpoint import load_checkpoint
 
 
 def fedrec(*args: str, data_root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -79,6 +80,10 @@ PRELOAD = {
     "config-duplicate-key": (["--config", "{tmp}/dup.yaml"], ["line 2: 'rounds' is given twice"]),
     "config-unknown-dataset": (["--config", "{tmp}/typo.yaml"], ["unknown dataset 'ml100k'"]),
     "lr-inf": (["--set", "lr=inf"], ["lr must be a finite number, got inf"]),
+    "data-opt-unknown": (["--data-opt", "colour=blue"], ["unknown option(s) colour"]),
+    "data-opt-no-value": (["--data-opt", "split"], ["--data-opt expects key=value"]),
+    "data-opt-twice": (["--data-opt", "split=u2", "--data-opt", "split=u3"],
+                       ["--data-opt split is given twice"]),
 }
 
 
@@ -105,6 +110,10 @@ def runs(ml100k_root: Path, corrupt_root: Path, tmp_path_factory: pytest.TempPat
         "verify-corrupt-strict": (("datasets", "verify", "ml-100k", "--strict"), corrupt_root),
         "run": (("run", "pmf", "--dataset", "ml-100k", "--set", "rounds=2", "--set", "dim=8",
                  "--out", str(tmp / "run"), "--quiet", "--threads", "1"), ml100k_root),
+        # ML-100K's third GroupLens fold instead of the packaged u1.
+        "run-u3": (("run", "pmf", "--dataset", "ml-100k", "--set", "rounds=2", "--set", "dim=8",
+                    "--data-opt", "split=u3", "--out", str(tmp / "run-u3"), "--quiet",
+                    "--threads", "1"), ml100k_root),
         "malformed": (("run", "pmf", "--dataset", "ml-100k", "--set", "rounds=1",
                        "--out", str(tmp / "bad-malformed"), "--quiet"), corrupt_root),
         # --data-dir wins over $FEDREC_DATA (which points nowhere here).
@@ -151,7 +160,7 @@ def test_algorithms(runs) -> None:
 def test_config_show_prints_the_packaged_defaults(runs) -> None:
     res = runs[0]["config"]
     assert res.returncode == 0, res.stderr
-    assert res.stdout == default_config_text("fcf")
+    assert res.stdout == config_show_text("fcf")
     assert yaml.safe_load(res.stdout)["rounds"] >= 1  # a file a user can copy and edit
 
 
@@ -204,6 +213,19 @@ def test_run_pmf_writes_results_and_prints_a_summary(runs) -> None:
     assert round(data["final"]["rmse"], 4) == rmse
     assert len(data["history"]) == 2
     assert (out / "checkpoint.pt").is_file()
+
+
+def test_data_opt_selects_the_fold_and_is_recorded(runs) -> None:
+    res = runs[0]["run-u3"]
+    assert res.returncode == 0, res.stderr
+    u1, u3 = (runs[1] / name for name in ("run", "run-u3"))
+    data = json.loads((u3 / "results.json").read_text())
+    assert data["dataset_options"] == {"split": "u3"}
+    assert json.loads((u1 / "results.json").read_text())["dataset_options"] == {}
+    # Other rows were trained and tested on: the loaded data's fingerprints differ.
+    made = [load_checkpoint(d / "checkpoint.pt")["made_from"] for d in (u1, u3)]
+    assert made[1]["dataset_options"] == {"split": "u3"}
+    assert made[0]["data_sha256"] != made[1]["data_sha256"]
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))

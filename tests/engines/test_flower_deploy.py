@@ -40,6 +40,8 @@ from fedrec.engines.flower.deploy import LOOPBACK, DeployError, Deployment, depl
 from fedrec.engines.flower.node import node_share
 from fedrec.federation.secrets import ClientSecrets
 
+pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
+
 USERS = 40
 # One client secret for the deployment and the simulator: compared draw for draw.
 SECRETS = ClientSecrets(bytes(range(32)))

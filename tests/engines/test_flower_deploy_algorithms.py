@@ -39,6 +39,8 @@ from fedrec.engines.flower.deploy import deploy
 from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets
 
+pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
+
 USERS = 40
 # One client secret for the deployment and the simulator: compared draw for draw.
 SECRETS = ClientSecrets(bytes(range(32)))

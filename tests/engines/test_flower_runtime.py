@@ -19,12 +19,12 @@ import torch
 
 from fedrec.algorithms.fedgnn import FedGNNConfig
 from fedrec.config import to_dict
+from fedrec.core.rng import torch_generator
 from fedrec.engines.common import resolve, simulate
 from fedrec.engines.flower.deploy import SECRET_KEY, encode_config, node_roots
 from fedrec.engines.flower.envelope import from_content, to_content
 from fedrec.engines.flower.node import NodeHost, node_share
 from fedrec.engines.flower.server import run_server
-from fedrec.federation.rng import torch_generator
 from fedrec.federation.secrets import ClientSecrets
 
 USERS = 40  # ML-100K users 0..39: a few dozen clients

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from fedrec.core.codec import encode, payload_size
 from fedrec.engines import wire
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import encode, payload_size
 from fedrec.privacy import ItemTokenizer
 
 

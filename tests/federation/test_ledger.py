@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 
-from fedrec.federation.codec import encode
+from fedrec.core.codec import encode
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import AGGREGATOR, SERVER, THIRD_PARTY, Message, role_of
 

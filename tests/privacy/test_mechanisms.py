@@ -11,7 +11,7 @@ from fedrec.privacy import (
     LaplaceMechanism,
     analytic_gaussian_delta,
     clip_linf,
-    fedgnn_ldp_epsilon,
+    linf_laplace_epsilon,
 )
 
 
@@ -84,7 +84,7 @@ def test_parameter_errors() -> None:
 
 
 def test_fedgnn_epsilon_per_coordinate_and_per_vector() -> None:
-    eps = fedgnn_ldp_epsilon(clip_bound=0.1, laplace_scale=0.2, dim=64)
+    eps = linf_laplace_epsilon(clip_bound=0.1, laplace_scale=0.2, dim=64)
     assert eps.per_coordinate == pytest.approx(1.0)  # 2δ/λ
     assert eps.per_vector == pytest.approx(64.0)  # 2δD/λ
     # the whole-vector figure is the Laplace mechanism with the L1 sensitivity 2δD
@@ -94,7 +94,7 @@ def test_fedgnn_epsilon_per_coordinate_and_per_vector() -> None:
     assert (g - g2).abs().sum().item() == pytest.approx(2 * 0.1 * 64)
     assert (g - g2).abs().max().item() == pytest.approx(2 * 0.1)
     with pytest.raises(ConfigError):
-        fedgnn_ldp_epsilon(0.1, 0.2, 0)
+        linf_laplace_epsilon(0.1, 0.2, 0)
 
 
 def test_analytic_delta_known_value() -> None:
@@ -117,7 +117,7 @@ def test_fedgnn_vector_mechanism_is_the_whole_upload_from_its_definition() -> No
     by_hand = d * 2 * clip / lam
     assert ratios.max().item() == pytest.approx(by_hand) == pytest.approx(3.0)
     assert (ratios <= by_hand + 1e-12).all()
-    eps = fedgnn_ldp_epsilon(clip, lam, d)
+    eps = linf_laplace_epsilon(clip, lam, d)
     mech = eps.vector_mechanism  # what the accountant composes for one upload
     assert mech.epsilon() == pytest.approx(by_hand) == pytest.approx(eps.per_vector)
     assert mech.noise_multiplier == pytest.approx(lam / (2 * clip * d))

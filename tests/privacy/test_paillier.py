@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from phe import EncryptedNumber, PaillierPrivateKey
 
+from fedrec.core.codec import decode, encode, payload_size
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import decode, encode, payload_size
 from fedrec.privacy.paillier import (
     DEFAULT_EXPONENT,
     DEFAULT_KEY_BITS,

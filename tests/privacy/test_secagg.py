@@ -3,20 +3,18 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from fedrec.core.codec import Payload, decode, encode
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.privacy import (
-    Message,
     SecAggClient,
     SecAggConfig,
     SecAggServer,
-    decode_message,
-    encode_message,
     secure_sum,
 )
 from fedrec.privacy.prg import prg_expand
 from fedrec.privacy.shamir import reconstruct_secret
 
-Hook = Callable[[str, dict[int, Message]], dict[int, Message]]
+Hook = Callable[[str, dict[int, Payload]], dict[int, Payload]]
 
 
 def _run(
@@ -27,16 +25,16 @@ def _run(
     hook: Hook | None = None,
     clip: float = 1.0,
     seed: int = 0,
-) -> tuple[np.ndarray, SecAggServer, dict[str, dict[int, Message]]]:
+) -> tuple[np.ndarray, SecAggServer, dict[str, dict[int, Payload]]]:
     """Drive the four rounds by hand; every message goes through the wire format."""
     rng = np.random.default_rng(seed)
     cfg = SecAggConfig(dim=xs.shape[1], threshold=threshold, max_clients=len(xs), clip=clip)
     clients = {i: SecAggClient(i, cfg, rng.bytes) for i in range(len(xs))}
     server = SecAggServer(cfg)
-    seen: dict[str, dict[int, Message]] = {}
+    seen: dict[str, dict[int, Payload]] = {}
 
-    def wire(name: str, msgs: dict[int, Message]) -> dict[int, Message]:
-        msgs = {i: decode_message(encode_message(m)) for i, m in msgs.items()}
+    def wire(name: str, msgs: dict[int, Payload]) -> dict[int, Payload]:
+        msgs = {i: decode(encode(m)) for i, m in msgs.items()}
         state = [v.copy() for v in vars(server).values() if isinstance(v, np.ndarray)]
         seen.setdefault("server_state", {})[len(seen)] = {str(i): a for i, a in enumerate(state)}
         if hook is not None:
@@ -127,7 +125,7 @@ def test_server_never_sees_an_unmasked_input() -> None:
     encoded = [cfg_encoder.encode(x) for x in xs]
     snapshots: list[np.ndarray] = []
 
-    def spy(name: str, msgs: dict[int, Message]) -> dict[int, Message]:
+    def spy(name: str, msgs: dict[int, Payload]) -> dict[int, Payload]:
         for msg in msgs.values():
             snapshots.extend(v for v in msg.values() if isinstance(v, np.ndarray))
         return msgs
@@ -148,7 +146,7 @@ def test_server_never_sees_an_unmasked_input() -> None:
 
 
 def test_tampered_share_fails_authentication() -> None:
-    def tamper(name: str, msgs: dict[int, Message]) -> dict[int, Message]:
+    def tamper(name: str, msgs: dict[int, Payload]) -> dict[int, Payload]:
         if name == "shares_down":
             blob = bytearray(msgs[2]["from/0"])
             blob[-1] ^= 1
@@ -161,7 +159,7 @@ def test_tampered_share_fails_authentication() -> None:
 
 
 def test_misrouted_share_fails_authentication() -> None:
-    def swap(name: str, msgs: dict[int, Message]) -> dict[int, Message]:
+    def swap(name: str, msgs: dict[int, Payload]) -> dict[int, Payload]:
         if name == "shares_down":  # give client 1 the ciphertext client 0 meant for client 3
             msgs[1]["from/0"] = msgs[3]["from/0"]
         return msgs

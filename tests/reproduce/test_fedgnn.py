@@ -11,6 +11,8 @@ from fedrec.cli.main import main
 from fedrec.reproduce.fedgnn import DELTAS, LAMBDAS, MS, VARIANTS, ladder_candidates, plan
 from fedrec.reproduce.runner import run_all
 
+pytestmark = pytest.mark.slow  # a whole quick reproduction (tens of runs)
+
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory, data_root: Path, ml100k, one_thread_module) -> Path:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from fedrec.cli.main import main
 from fedrec.reproduce.ptf_fedrec import ALPHAS, BETAS, DISPERSALS, GAMMAS, SWAPS, defense_rows
+
+pytestmark = pytest.mark.slow  # a whole quick reproduction (tens of runs)
 
 
 def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, ml100k,

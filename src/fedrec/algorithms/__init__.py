@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
-from fedrec.algorithms.central_ranking import CentralRankingConfig, central_ranking_builder
+from fedrec.algorithms.central_ranking import (
+    CentralRankingConfig,
+    NeuMFConfig,
+    NGCFConfig,
+    central_ranking_builder,
+)
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
 from fedrec.algorithms.fedavg_ncf import FedAvgNCFConfig, build_fedavg_ncf, build_fedavg_ncf_job
 from fedrec.algorithms.fedgnn import (
@@ -21,6 +30,7 @@ from fedrec.algorithms.ptf_fedrec import (
     build_ptf_fedrec_job,
     ptf_instruments,
 )
+from fedrec.config import RunConfig, build_config, default_config_text
 from fedrec.errors import ConfigError
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -87,7 +97,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             name="ngcf",
             summary="centralized NGCF on PTF-FedRec's split (no federation, no privacy)",
             paper="Wang et al., Neural Graph Collaborative Filtering, SIGIR 2019",
-            config_cls=CentralRankingConfig,
+            config_cls=NGCFConfig,
             dataset_kinds=("rating", "interaction"),
             build=central_ranking_builder("ngcf"),
         ),
@@ -95,7 +105,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             name="neumf",
             summary="centralized NeuMF on PTF-FedRec's split (no federation, no privacy)",
             paper="He et al., Neural Collaborative Filtering, WWW 2017",
-            config_cls=CentralRankingConfig,
+            config_cls=NeuMFConfig,
             dataset_kinds=("rating", "interaction"),
             build=central_ranking_builder("neumf"),
         ),
@@ -128,4 +138,18 @@ def get_algorithm(name: str) -> AlgorithmSpec:
     return ALGORITHMS[name]
 
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "FederatedJob", "ServerLogic", "Trainer", "get_algorithm"]
+def resolve_config(name: str, dataset: str | None = None, config_file: str | Path | None = None,
+                   overrides: Sequence[str] | dict[str, Any] = ()) -> RunConfig:
+    """The configuration ``fedrec run NAME --dataset DATASET`` resolves, in the algorithm's own
+    config class (:func:`fedrec.config.build_config`)."""
+    return build_config(get_algorithm(name).config_cls, name, dataset, config_file, overrides)
+
+
+def config_show_text(name: str) -> str:
+    """What ``fedrec config show NAME`` prints (:func:`fedrec.config.default_config_text`)."""
+    spec = get_algorithm(name)
+    return default_config_text(spec.config_cls, name, [f"{name}: {spec.summary}", spec.paper])
+
+
+__all__ = ["ALGORITHMS", "AlgorithmSpec", "FederatedJob", "ServerLogic", "Trainer",
+           "config_show_text", "get_algorithm", "resolve_config"]

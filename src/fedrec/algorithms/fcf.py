@@ -59,12 +59,13 @@ from fedrec.algorithms.mf_common import (
     requested_split,
     scale_midpoint,
 )
-from fedrec.config import check_range
+from fedrec.config import check_range, option
+from fedrec.core.codec import Payload
+from fedrec.core.rng import torch_generator
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import torch_generator
+from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, cohort_seeds
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (
@@ -81,12 +82,21 @@ from fedrec.privacy.report import no_guarantee
 
 @dataclass
 class FCFConfig(MFConfig):
-    local_steps: int = 5
-    lr_user: float = 0.05
-    secure_aggregation: bool = False
-    secagg_threshold: float = 0.6  # t = ceil(secagg_threshold * cohort), in (0.5, 1]
-    secagg_clip: float = 10.0  # gradient coordinates are clipped to [-clip, clip]
-    secagg_bits: int = 32  # the ring Z_{2^bits} of the masked sums
+    rounds: int = option(100)
+    eval_every: int = option(10)
+    lr: float = option(0.01, "server Adam learning rate on the item factors")
+    local_steps: int = option(5, "client steps on its user factor per round")
+    lr_user: float = option(0.5, "client step size on its own user factor (mean loss)")
+    # Secure aggregation (Bonawitz et al. 2017): the server sees only masked, dense uploads and
+    # their sum; gradient coordinates are clipped and fixed-point encoded in a ring.
+    secure_aggregation: bool = option(False, "true: the server sees only masked, dense uploads "
+                                             "and their sum (Bonawitz et al. 2017)")
+    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
+                                          "survive each step, in (0.5, 1]")
+    secagg_clip: float = option(10.0, "gradient coordinates are clipped to [-secagg_clip, "
+                                      "secagg_clip]")
+    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits} of the "
+                                  "masked sums")
 
     def validate(self) -> None:
         super().validate()
@@ -228,15 +238,11 @@ class FCFClient(PartyLogic):
         """A client's sparse upload as one dense float64 vector over all items: the item-factor
         gradient (``num_items x dim``, row-major) then, for explicit ratings, the item-bias
         gradient. Its length is the same for every client."""
-        gq = np.zeros((self.num_items, self.cfg.dim))
-        np.add.at(gq, msg["items"].cpu().numpy(), msg["grad_q"].detach().cpu().double().numpy())
-        parts = [gq.ravel()]
-        if self.explicit:
-            gb = np.zeros(self.num_items)
-            np.add.at(gb, msg["items"].cpu().numpy(),
-                      msg["grad_b"].detach().cpu().double().numpy())
-            parts.append(gb)
-        return np.concatenate(parts)
+        items = msg["items"].cpu()
+        names = ("grad_q", "grad_b") if self.explicit else ("grad_q",)
+        return np.concatenate([
+            sum_rows(items, msg[name].detach().cpu().double(), self.num_items).numpy().ravel()
+            for name in names])
 
 
 class FCFServer(ServerLogic):
@@ -272,13 +278,16 @@ class FCFServer(ServerLogic):
                 "the rest dropped out); if updates diverge, lower lr_user or lr"
             )
         dev = self.q.device
-        items = torch.cat([torch.as_tensor(r["items"], device=dev) for r in replies.values()])
-        gq = torch.cat([torch.as_tensor(r["grad_q"], device=dev) for r in replies.values()])
+
+        def gathered(name: str) -> torch.Tensor:
+            return torch.cat([torch.as_tensor(r[name], device=dev) for r in replies.values()])
+
+        items = gathered("items")
         self.opt.zero_grad()
-        self.q.grad = torch.zeros_like(self.q).index_add_(0, items, gq)
+        # The cohort's gradient: each upload's rows summed into the rows of its item ids.
+        self.q.grad = sum_rows(items, gathered("grad_q"), out=torch.zeros_like(self.q))
         if self.explicit:
-            gb = torch.cat([torch.as_tensor(r["grad_b"], device=dev) for r in replies.values()])
-            self.b_i.grad = torch.zeros_like(self.b_i).index_add_(0, items, gb)
+            self.b_i.grad = sum_rows(items, gathered("grad_b"), out=torch.zeros_like(self.b_i))
         self.opt.step()
         return {"clients": len(replies)}
 

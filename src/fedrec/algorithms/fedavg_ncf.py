@@ -34,11 +34,13 @@ import torch
 from fedrec.algorithms.base import FederatedJob, FederatedTrainer, ServerLogic
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics, requested_split
 from fedrec.algorithms.ptf_fedrec import NCFClientConfig, PTFClient, implicit_dataset
+from fedrec.config import option
+from fedrec.core.codec import Payload
+from fedrec.core.rng import derive_seed
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import derive_seed
+from fedrec.federation.aggregation import fedavg
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.secrets import PartySecret
 from fedrec.models import ncf
@@ -48,6 +50,9 @@ from fedrec.privacy.report import no_guarantee
 @dataclass
 class FedAvgNCFConfig(NCFClientConfig):
     """PTF-FedRec's client settings and split; nothing else (no server model, no defences)."""
+
+    rounds: int = option(20)
+    eval_every: int = option(5)
 
 
 def server_param_names(shape: ncf.NCFShape) -> list[str]:
@@ -116,23 +121,6 @@ class FedAvgNCFClient(PTFClient):
             msg.update({k: v.clone() for k, v in st["params"].items() if k != "user"})
             out.append(msg)
         return out
-
-
-def fedavg(uploads: Sequence[Payload], names: Sequence[str]) -> dict[str, torch.Tensor]:
-    """``n``-weighted mean of each named parameter over the uploads."""
-    weights = torch.tensor([float(u["n"]) for u in uploads], dtype=torch.float64)
-    if not len(uploads) or weights.sum() <= 0:
-        raise ProtocolError("FedAvg needs at least one upload with training rows")
-    weights = weights / weights.sum()
-    out = {}
-    for k in names:
-        # A running sum, not a stacked tensor: Steam's 12k uploads of the item table would
-        # need 16 GB stacked in float64.
-        acc = torch.zeros(torch.as_tensor(uploads[0][k]).shape, dtype=torch.float64)
-        for w, u in zip(weights.tolist(), uploads, strict=True):
-            acc.add_(torch.as_tensor(u[k]).double(), alpha=w)
-        out[k] = acc.float()
-    return out
 
 
 class FedAvgNCFServer(ServerLogic):

@@ -40,10 +40,10 @@ from fedrec.algorithms.fedgnn import (
     pad_tests,
 )
 from fedrec.algorithms.mf_common import rating_unit, scale_midpoint
-from fedrec.config import check_range
+from fedrec.config import check_range, option
+from fedrec.core.rng import torch_generator
 from fedrec.data.partition import ClientData, partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
-from fedrec.federation.rng import torch_generator
 from fedrec.federation.runtime import cohort_chunks
 from fedrec.metrics import mae, rmse
 from fedrec.models import gnn
@@ -51,11 +51,17 @@ from fedrec.models import gnn
 
 @dataclass
 class GNNCentralConfig(GNNModelConfig):
-    lr: float = 0.001          # Adam
-    batch_users: int = 32
-    l2: float = 0.0            # weight decay on the user and item embeddings
-    bias: bool = True
-    neighbours: bool = True    # exact, trainable neighbour mean (see module docstring)
+    """One round is one epoch."""
+
+    rounds: int = option(40, "epochs")
+    eval_every: int = option(5)
+    # 40 epochs on ML-100K: RMSE 0.930 (0: 0.939; l2 0.05: 0.941; no neighbours: 0.939).
+    feature_dropout: float = option(0.2)
+    lr: float = option(0.001, "Adam learning rate")
+    batch_users: int = option(32, "users per step (their whole local subgraphs)")
+    l2: float = option(0.0, "weight decay on the embeddings used in a step")
+    bias: bool = option(True, "user and item rating biases")
+    neighbours: bool = option(True, "exact neighbour mean over all co-raters (differentiable)")
 
     def validate(self) -> None:
         super().validate()

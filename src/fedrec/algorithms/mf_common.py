@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fedrec.config import RunConfig, check_range
+from fedrec.config import RunConfig, check_range, option
+from fedrec.core.codec import Payload
 from fedrec.data.types import (
     EVAL_SPLITS,
     KNOWN_SPLITS,
@@ -24,7 +25,7 @@ from fedrec.data.types import (
     RatingDataset,
     check_split,
 )
-from fedrec.federation.codec import Payload
+from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models.mf import predict_ratings
@@ -32,10 +33,13 @@ from fedrec.models.mf import predict_ratings
 
 @dataclass
 class MFConfig(RunConfig):
-    dim: int = 32
-    lr: float = 0.01
-    reg: float = 0.01
-    topk: int = 20
+    """The options of the matrix-factorisation algorithms (PMF, FCF, FedMF); each algorithm's
+    class gives the defaults it differs in."""
+
+    dim: int = option(32, "latent factors per user and item")
+    lr: float = option(0.01, "learning rate of the item factors")
+    reg: float = option(0.1, "L2 weight on the factors")
+    topk: int = option(20, "K of Recall@K / NDCG@K (implicit datasets)")
 
     def validate(self) -> None:
         super().validate()
@@ -152,9 +156,8 @@ def evaluate_clients_explicit(
         pred = predict_ratings(p[rows.local], b_u[rows.local], q[rows.items], b_i[rows.items],
                                mu, unit)
         err = pred.clamp(lo, hi) - rows.values
-    zeros = torch.zeros(len(ctxs), dtype=torch.float64, device=err.device)
-    sq = zeros.index_add(0, rows.local, err.double() ** 2).cpu()
-    ab = zeros.index_add(0, rows.local, err.double().abs()).cpu()
+    sq = sum_rows(rows.local, err.double() ** 2, len(ctxs)).cpu()
+    ab = sum_rows(rows.local, err.double().abs(), len(ctxs)).cpu()
     return [
         {"sq_err": float(sq[i]), "abs_err": float(ab[i]), "count": int(rows.counts[i])}
         for i in range(len(ctxs))

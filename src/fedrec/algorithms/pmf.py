@@ -16,16 +16,22 @@ import torch
 
 from fedrec.algorithms.base import CentralizedTrainer
 from fedrec.algorithms.mf_common import MFConfig, SplitRanking, rating_unit, scale_midpoint
-from fedrec.config import check_range
+from fedrec.config import check_range, option
+from fedrec.core.rng import derive_seed, torch_generator
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset, check_split
-from fedrec.federation.rng import derive_seed, torch_generator
 from fedrec.metrics import mae, rmse
 from fedrec.models.mf import bpr_loss, init_factors, predict_ratings, rating_loss, sample_negatives
 
 
 @dataclass
 class PMFConfig(MFConfig):
-    batch_size: int = 1024
+    """One round is one epoch over the training rows."""
+
+    rounds: int = option(20, "epochs over the training rows")
+    eval_every: int = option(5)
+    lr: float = option(0.005, "Adam learning rate")
+    reg: float = option(0.1, "L2 weight on the factors and biases of each row")
+    batch_size: int = option(1024, "training rows per Adam step")
 
     def validate(self) -> None:
         super().validate()

@@ -113,13 +113,13 @@ from fedrec.algorithms.mf_common import (
     requested_split,
 )
 from fedrec.attacks.top_guess import TopGuessAttack
-from fedrec.config import RunConfig, check_choice, check_range
+from fedrec.config import RunConfig, check_choice, check_range, option
+from fedrec.core.codec import Payload
+from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.data.partition import partition_by_user
 from fedrec.data.splits import VAL_FRACTION, carve_validation, per_user_split
 from fedrec.data.types import Dataset, InteractionDataset, Interactions
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import Payload
-from fedrec.federation.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.federation.runtime import (
     Observer,
     PartyContext,
@@ -132,6 +132,7 @@ from fedrec.federation.secrets import PartySecret
 from fedrec.metrics.ranking import ScoreFn, per_user_topk_metrics
 from fedrec.models import ncf
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
+from fedrec.models.training import minibatch_epoch
 from fedrec.privacy.report import attack_fields, no_guarantee
 
 DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
@@ -144,10 +145,13 @@ class ImplicitSplitConfig(RunConfig):
     top-K cut-off: one definition for PTF-FedRec, FedAvg-NeuMF and the centralized ranking
     baselines (:mod:`fedrec.algorithms.central_ranking`), so equal options mean equal test sets."""
 
-    split: str = "per-user"
-    test_fraction: float = 0.2
-    split_seed: int = 0
-    topk: int = 20
+    # Ratings become implicit positives; a per-user 80/20 re-split of train + test (seed
+    # split_seed), or the loader's own split.
+    split: str = option("per-user", "per-user | given (keep the loader's split)")
+    test_fraction: float = option(0.2, "share of each user's positives in the test set "
+                                       "(split: per-user)")
+    split_seed: int = option(0, "seed of the per-user split")
+    topk: int = option(20, "K of Recall@K / NDCG@K")
 
     def validate(self) -> None:
         super().validate()
@@ -161,12 +165,13 @@ class NCFClientConfig(ImplicitSplitConfig):
     """The NeuMF clients' local training (and the split), shared by PTF-FedRec and its
     parameter-transmission baseline FedAvg-NeuMF (:mod:`fedrec.algorithms.fedavg_ncf`)."""
 
-    client_dim: int = 16
-    client_layers: tuple[int, ...] = (16, 8)
-    client_lr: float = 0.01
-    client_batch: int = 256
-    local_epochs: int = 5
-    num_negatives: int = 4
+    client_dim: int = option(16, "client NeuMF: GMF and MLP embedding size")
+    client_layers: tuple[int, ...] = option((16, 8), "client MLP tower after concat(user_mlp, "
+                                                     "item_mlp)")
+    client_lr: float = option(0.01, "client Adam learning rate (a fresh optimizer each round)")
+    client_batch: int = option(256, "client training rows per step")
+    local_epochs: int = option(5, "client epochs per round")
+    num_negatives: int = option(4, "negatives per positive, drawn once per client")
 
     def validate(self) -> None:
         super().validate()
@@ -179,26 +184,49 @@ class NCFClientConfig(ImplicitSplitConfig):
 
 @dataclass
 class PTFFedRecConfig(NCFClientConfig):
-    server_model: str = "ngcf"
-    server_dim: int = 32
-    server_layers: tuple[int, ...] = (32, 16)
-    server_lr: float = 0.001
-    server_batch: int = 1024
-    server_epochs: int = 2
-    mess_dropout: float = 0.1
-    alpha: int = 30
-    mu: float = 0.5
-    dispersal: str = "mixed"
-    defense: str = "sampling+swapping"
-    swap_rate: float = 0.1
-    beta_range: tuple[float, ...] = (0.1, 1.0)
-    gamma_range: tuple[float, ...] = (1.0, 4.0)
-    ldp_scale: float = 0.1
-    attack: bool = True
-    attack_k: str = "ratio"
-    attack_truth: str = "interactions"
-    eval_clients: bool = True
-    chunk_samples: int = 262_144  # padded training rows per vectorised group of clients (memory)
+    """Defaults follow the authors' code (hi-weiyuan/PTF-FedRec README: "gives the main
+    results")."""
+
+    rounds: int = option(20)
+    eval_every: int = option(5)
+    # The server's (hidden) model.
+    server_model: str = option("ngcf", "ngcf | lightgcn (LightGCN uses len(server_layers) "
+                                       "layers)")
+    server_dim: int = option(32, "server model's embedding size")
+    server_layers: tuple[int, ...] = option((32, 16), "server model's layer sizes")
+    server_lr: float = option(0.001, "server Adam learning rate")
+    server_batch: int = option(1024, "server training rows per step")
+    server_epochs: int = option(2, "server epochs per round on the round's uploads (BCE summed, "
+                                   "soft labels)")
+    mess_dropout: float = option(0.1, "NGCF message dropout")
+    # Dispersal: what the server sends back to each client.
+    alpha: int = option(30, "items sent back per client (paper: 50 best on ML-100K/Steam)")
+    mu: float = option(0.5, "share of confident items (the rest are hard items)")
+    # no-hard / no-confident / random are the paper's Table VII ablations "-hard",
+    # "-confidence", "-confidence -hard": they replace the hard / confident / both parts by items
+    # drawn uniformly from those the client did not upload this round (mu 1 or 0 instead make
+    # all alpha items confident, or all hard).
+    dispersal: str = option("mixed", "mixed (the method) | no-hard | no-confident | random "
+                                     "(the paper's Table VII ablations)")
+    # Upload privacy.
+    defense: str = option("sampling+swapping", "none | ldp | sampling | sampling+swapping")
+    swap_rate: float = option(0.1, "lambda: share of the uploaded positives whose scores "
+                                    "are swapped with non-positives")
+    beta_range: tuple[float, ...] = option((0.1, 1.0), "share of positives uploaded, drawn per "
+                                                       "client and round")
+    gamma_range: tuple[float, ...] = option((1.0, 4.0), "negatives per uploaded positive, drawn "
+                                                        "per client and round")
+    ldp_scale: float = option(0.1, "Laplace scale on scores (defense: ldp)")
+    attack: bool = option(True, "run the top-guess attack on uploads (metrics only)")
+    attack_k: str = option("ratio", "ratio: k = n_up / (1 + num_negatives) | oracle: the true "
+                                    "number of positives")
+    attack_truth: str = option("interactions", "interactions: score guesses against all the "
+                                               "client's positives (the paper's goal) | "
+                                               "uploaded: only the uploaded ones")
+    eval_clients: bool = option(True, "also evaluate every client's NeuMF (client_Recall@K, "
+                                      "...)")
+    chunk_samples: int = option(262_144, "padded training rows per vectorised group of clients "
+                                         "(memory)")
 
     def validate(self) -> None:
         super().validate()
@@ -652,21 +680,24 @@ class PTFServer(ServerLogic):
         soft = torch.cat([torch.as_tensor(r["scores"]).float() for r in replies.values()])
         adj = self._graph()
         self.model.train()
+
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
+            u_emb, i_emb = self.model(adj)  # every batch re-propagates the full graph
+            logits = (u_emb[users[idx]] * i_emb[items[idx]]).sum(-1)
+            return F.binary_cross_entropy_with_logits(logits, soft[idx].clamp(0, 1),
+                                                      reduction="sum")
+
+        def count_update(idx: torch.Tensor) -> None:
+            self.update_counts[torch.unique(items[idx])] += 1
+
         total, n_batches = 0.0, 0
         for epoch in range(cfg.server_epochs):
             gen = torch_generator(cfg.seed, rnd, "ptf-server-shuffle", epoch)
             perm = torch.randperm(len(users), generator=gen)
-            for idx in torch.split(perm, cfg.server_batch):
-                u_emb, i_emb = self.model(adj)
-                logits = (u_emb[users[idx]] * i_emb[items[idx]]).sum(-1)
-                loss = F.binary_cross_entropy_with_logits(
-                    logits, soft[idx].clamp(0, 1), reduction="sum")
-                self.opt.zero_grad()
-                loss.backward()
-                self.opt.step()
-                self.update_counts[torch.unique(items[idx])] += 1
-                total += float(loss.detach())
-                n_batches += 1
+            steps = minibatch_epoch(perm, cfg.server_batch, loss_of, self.opt, count_update)
+            for batch_sum, _ in steps:  # one by one, as the batches came
+                total += batch_sum
+            n_batches += len(steps)
         t_server = time.perf_counter() - t0 - t_clients
         n_disp = self._disperse(rt, replies, rnd)
         stats: dict[str, float] = {

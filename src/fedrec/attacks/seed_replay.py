@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fedrec.core.rng import counter_uniform, derive_seed, numpy_rng, torch_generator
 from fedrec.federation.message import Message
-from fedrec.federation.rng import counter_uniform, derive_seed, numpy_rng, torch_generator
 from fedrec.metrics.classification import set_precision_recall_f1
 from fedrec.privacy import LaplaceMechanism
 from fedrec.privacy.paillier import generate_keypair, public_key_from_bytes

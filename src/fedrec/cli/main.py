@@ -1,6 +1,7 @@
 """The ``fedrec`` command line.
 
-    fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...] [--out DIR] [--resume]
+    fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...]
+               [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec algorithms
@@ -20,100 +21,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from fedrec.cli.summary import (
+    add_client_secret_option,
+    client_secrets_of,
+    summary_rows,
+    table,
+)
 from fedrec.errors import ConfigError, FedrecError
-
-if TYPE_CHECKING:
-    from fedrec.experiment import RunResult
-
-
-def _format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return str(n)
-
-
-def _table(rows: Sequence[tuple[str, str]]) -> str:
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
-
-
-def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The summary ``fedrec run`` and ``fedrec deploy`` print: final metrics, traffic, privacy,
-    wall time. ``result`` is a :class:`~fedrec.experiment.RunResult` or its JSON form."""
-    r = result if isinstance(result, Mapping) else vars(result)
-    totals = r["communication"].get("totals", {})
-    rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),
-            ("rounds", str(r["config"]["rounds"]))]
-    rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
-             for k, v in r["final"].items() if isinstance(v, int | float)]
-    rows += [
-        ("bytes up (clients->services)", _format_bytes(totals.get("bytes_up", 0))),
-        ("bytes down (services->clients)", _format_bytes(totals.get("bytes_down", 0))),
-        ("bytes total", _format_bytes(totals.get("bytes_total", 0))),
-    ]
-    rows += privacy_rows(r.get("privacy") or {})
-    rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
-    return rows
-
-
-def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The summary's privacy lines (:mod:`fedrec.privacy.report`): the whole-run epsilon where
-    there is a formal guarantee, else "no formal guarantee" and what protects the data; the
-    measured attack F1 of every part that has no guarantee."""
-    from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
-
-    eps, how = run_epsilon(privacy)
-    if eps is None:
-        what = (privacy.get("protection") or privacy.get("leakage") or privacy.get("note")
-                or "none stated")  # the last two: results.json written before "protection"
-        rows = [("privacy", f"{NO_GUARANTEE}: {what}")]
-    else:
-        rows = [("epsilon (whole run, per client)", f"{eps:.4g} ({how})")]
-        if "epsilon_method" in privacy and privacy.get("delta") is not None:
-            rows.append(("delta", f"{privacy['delta']:.4g}"))
-        upload = per_upload_epsilon(privacy)  # an old report's "epsilon_per_upload" is not it
-        if upload is not None:
-            rows.append(("epsilon per upload", f"{upload:.4g}"))
-    parts = [("", privacy)] + [(f"{k.replace('_', ' ')}: ", v) for k, v in privacy.items()
-                               if isinstance(v, Mapping)]
-    for label, part in parts:
-        if part.get("guarantee") == NO_GUARANTEE and part is not privacy:
-            rows.append((label.rstrip(": "), NO_GUARANTEE))
-        if "measured_attack" in part:
-            f1 = part.get("measured_attack_f1")
-            name = str(part["measured_attack"]).split(" ")[0]
-            rows.append((f"{label}measured attack F1",
-                         f"{f1:.3f} ({name})" if f1 is not None else str(part["measured_attack"])
-                         .split(": ", 1)[-1]))
-    return rows
-
-
-SECRET_ENV = "FEDREC_CLIENT_SECRET"
-
-
-def client_secrets_of(args: argparse.Namespace):
-    """The experimenter's client secret from ``--client-secret`` or ``$FEDREC_CLIENT_SECRET``
-    (hex); fresh OS entropy when neither is set."""
-    from fedrec.federation.secrets import ClientSecrets
-
-    return ClientSecrets.from_hex(args.client_secret or os.environ.get(SECRET_ENV))
-
-
-def add_client_secret_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--client-secret", metavar="HEX",
-        help=f"64 hex digits: the root of every client's private randomness, given to the "
-        f"clients' side only, never to the server (default: ${SECRET_ENV}, else fresh OS "
-        f"entropy: the run is then not reproducible)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from fedrec.config import parse_options
     from fedrec.experiment import run_experiment
 
     _set_threads(args.threads)
@@ -121,6 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run_experiment(
         args.algorithm,
         args.dataset,
+        dataset_options=parse_options(args.data_opt, "--data-opt"),
         data_dir=args.data_dir,
         config_file=args.config,
         overrides=args.set or [],
@@ -133,7 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     rows = summary_rows(result)
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))
-    print(_table(rows))
+    print(table(rows))
     return 0
 
 
@@ -164,11 +86,10 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:
-    from fedrec.algorithms import get_algorithm
-    from fedrec.config import default_config_text
+    from fedrec.algorithms import config_show_text, get_algorithm
 
     get_algorithm(args.algorithm)
-    sys.stdout.write(default_config_text(args.algorithm))
+    sys.stdout.write(config_show_text(args.algorithm))
     return 0
 
 
@@ -184,7 +105,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         for name in args.names:
             info = dataset_info(name, args.data_dir)
             print(name)
-            print(_table([(str(k), str(v)) for k, v in info.items()]))
+            print(table([(str(k), str(v)) for k, v in info.items()]))
     elif args.action == "verify":
         names = args.names or [s.name for s in list_datasets()]
         bad = 0
@@ -219,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", required=True)
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
+    run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
+                     help="one dataset option, e.g. split=u3 for ML-100K's third GroupLens "
+                     "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
     run.add_argument("--out", help="directory for results.json and checkpoints")
     run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     run.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -242,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write the report from the runs completed so far; run nothing")
     rep.set_defaults(func=cmd_reproduce)
 
-    from fedrec.engines.cli import add_deploy_parser
+    from fedrec.cli.deploy import add_deploy_parser
 
     add_deploy_parser(sub)  # fedrec deploy: the same job on Flower (fedrec.engines)
 

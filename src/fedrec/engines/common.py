@@ -1,8 +1,8 @@
-"""What every engine shares: the run loop, a user slice of a dataset, public metadata.
+"""What every engine shares: the in-process simulation, a user slice of a dataset, public metadata.
 
-* :func:`drive` is the round loop of :func:`fedrec.experiment.run_experiment` (train, evaluate
-  every ``eval_every`` rounds and at the end, this round's ledger totals) for any
-  :class:`~fedrec.algorithms.base.Trainer`, so the simulator and a deployment produce the same
+* :func:`simulate` runs a job in fedrec's in-process simulator through the round loop of
+  :func:`fedrec.experiment.run_experiment` (:func:`fedrec.experiment.run_rounds`, which the
+  Flower ServerApp drives too), so the simulator and a deployment produce the same
   :class:`~fedrec.experiment.RunResult`;
 * :func:`slice_users` keeps the first ``n`` users of a rating/interaction dataset (real data,
   fewer clients: what the engine tests and the benchmark run on);
@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms import AlgorithmSpec, get_algorithm
-from fedrec.algorithms.base import Trainer, build_trainer, evaluate_splits
-from fedrec.config import RunConfig, build_config, to_dict
+from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
+from fedrec.algorithms.base import build_trainer
+from fedrec.config import RunConfig, to_dict
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
-from fedrec.experiment import RunResult, dataset_kind, finish_result
+from fedrec.experiment import RunResult, dataset_kind, run_rounds
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
 
@@ -44,9 +43,7 @@ def resolve(
     overrides: Sequence[str] | dict[str, Any] = (),
 ) -> tuple[AlgorithmSpec, RunConfig]:
     """The algorithm's registry entry and its resolved configuration (as ``fedrec run``)."""
-    spec = get_algorithm(algorithm)
-    cfg = build_config(spec.config_cls, algorithm, dataset, config_file, overrides)
-    return spec, cfg
+    return get_algorithm(algorithm), resolve_config(algorithm, dataset, config_file, overrides)
 
 
 def slice_users(ds: Dataset, n: int | None) -> Dataset:
@@ -108,25 +105,6 @@ def service_roles(spec: AlgorithmSpec, cfg: RunConfig) -> list[str]:
     return sorted(spec.build_job(cfg, tiny, torch.device("cpu")).services)
 
 
-def drive(
-    trainer: Trainer, cfg: RunConfig, result: RunResult,
-    on_round: Callable[[dict[str, Any]], None] | None = None,
-) -> RunResult:
-    """The round loop of :func:`fedrec.experiment.run_experiment` (no checkpoints)."""
-    t0 = time.perf_counter()
-    for rnd in range(1, cfg.rounds + 1):
-        t_round = time.perf_counter()
-        row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
-        if rnd % cfg.eval_every == 0 or rnd == cfg.rounds:
-            row["eval"] = evaluate_splits(trainer)
-        row["communication"] = trainer.ledger.totals(rnd)
-        row["time_s"] = time.perf_counter() - t_round
-        result.history.append(row)
-        if on_round is not None:
-            on_round(row)
-    return finish_result(result, trainer, t0)
-
-
 def simulate(
     algorithm: str,
     dataset: str,
@@ -148,4 +126,5 @@ def simulate(
     if spec.build_job is None:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
     trainer = build_trainer(spec, cfg, ds, torch.device("cpu"), client_secrets)
-    return drive(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)), on_round)
+    return run_rounds(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)),
+                      on_round=on_round)

@@ -1,6 +1,6 @@
 """Payloads on a real wire, and end-to-end sealed messages between parties.
 
-**Payload bytes.** A payload travels as :func:`fedrec.federation.codec.encode` bytes, so the
+**Payload bytes.** A payload travels as :func:`fedrec.core.codec.encode` bytes, so the
 ledger of a deployment counts exactly the bytes the simulator's ledger counts
 (``payload_size(p) == len(encode(p))``). The codec sends fixed-width byte strings (``S16`` keyed
 tokens) as ``uint8`` with a trailing dimension; :func:`byte_string_paths` lists where they are so
@@ -31,8 +31,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from fedrec.core.codec import Payload, decode, encode
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import Payload, decode, encode
 from fedrec.federation.message import PartyId
 
 Path_ = list[str | int]

@@ -1,7 +1,7 @@
 """Federation runtime: parties, metered messages, the in-process simulator, checkpoints."""
 
+from fedrec.core.codec import decode, encode, payload_size
 from fedrec.federation.checkpoint import load_checkpoint, save_checkpoint
-from fedrec.federation.codec import decode, encode, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import AGGREGATOR, SERVER, THIRD_PARTY, Message, PartyId, role_of
 from fedrec.federation.runtime import (

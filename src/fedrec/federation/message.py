@@ -4,14 +4,14 @@ A party is a client (identified by its integer client id) or a named role: ``"se
 recommendation / aggregation server that orchestrates rounds), ``"third_party"`` (FedGNN's
 matcher), ``"aggregator"`` (Feras's aggregation server), ... Everything that crosses between two
 parties is a :class:`Message`; its ``nbytes`` is the exact encoded payload size
-(:mod:`fedrec.federation.codec`).
+(:mod:`fedrec.core.codec`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fedrec.federation.codec import Payload, payload_size
+from fedrec.core.codec import Payload, payload_size
 
 PartyId = int | str
 SERVER = "server"

@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedrec.core.codec import Payload, all_finite, payload_size
+from fedrec.core.rng import derive_seed, numpy_rng
 from fedrec.errors import ConfigError
 from fedrec.federation.checkpoint import pack_states, unpack_states
-from fedrec.federation.codec import Payload, all_finite, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import SERVER, Message, PartyId, role_of
-from fedrec.federation.rng import derive_seed, numpy_rng
 from fedrec.federation.secrets import ClientSecrets, PartySecret
 
 
@@ -78,7 +78,7 @@ class PartyContext:
 
 def cohort_seeds(ctxs: Sequence[PartyContext], *keys: object) -> torch.Tensor:
     """One 63-bit key per party of a cohort, from each party's own secret (int64 tensor): the
-    seeds of vectorised counter-based draws (:func:`fedrec.federation.rng.counter_uniform`)."""
+    seeds of vectorised counter-based draws (:func:`fedrec.core.rng.counter_uniform`)."""
     return torch.tensor([c.secret.seed(*keys) for c in ctxs], dtype=torch.int64)
 
 

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedrec.config import check_range
+from fedrec.core.codec import Payload
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import Payload
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from fedrec.federation.rng import counter_randint
+from fedrec.core.rng import counter_randint
 
 
 def init_factors(n: int, dim: int, generator: torch.Generator, std: float = 0.1) -> torch.Tensor:

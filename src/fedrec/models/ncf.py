@@ -12,8 +12,8 @@ forward pass uses ``bmm`` (one small matmul per client, batched):
 * ``out_w`` ``[C, d + last, 1]``, ``out_b`` ``[C, 1]`` -- the NeuMF prediction layer on
   ``concat(user_gmf * item_gmf, mlp_out)``; its output is a logit (sigmoid gives the score).
 
-Initialisation is counter-based (:func:`fedrec.federation.rng.counter_uniform` /
-:func:`~fedrec.federation.rng.counter_normal`) keyed by (seed, client, item / parameter,
+Initialisation is counter-based (:func:`fedrec.core.rng.counter_uniform` /
+:func:`~fedrec.core.rng.counter_normal`) keyed by (seed, client, item / parameter,
 element), so a client's model depends only on its key and its own id -- never on its cohort
 (a private model's key comes from its client's secret, never the public run seed) -- and an
 item row that was never trained need not be stored: it is regenerated on demand
@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fedrec.federation.rng import (
+from fedrec.core.rng import (
     counter_normal,
     counter_randint,
     counter_uniform,

@@ -15,13 +15,12 @@ from fedrec.privacy.clipping import clip_l2, clip_l2_rows, clip_linf, clip_linf_
 from fedrec.privacy.fixedpoint import FixedPointEncoder
 from fedrec.privacy.matching import ItemTokenizer
 from fedrec.privacy.mechanisms import (
-    FedGNNEpsilon,
     GaussianMechanism,
     LaplaceMechanism,
+    LinfLaplaceEpsilon,
     analytic_gaussian_delta,
-    fedgnn_ldp_epsilon,
+    linf_laplace_epsilon,
 )
-from fedrec.privacy.messages import Message, decode_message, encode_message, serialized_size
 from fedrec.privacy.paillier import EncryptedArray, generate_keypair
 from fedrec.privacy.report import (
     NO_GUARANTEE,
@@ -36,12 +35,11 @@ from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer, secu
 __all__ = [
     "NO_GUARANTEE",
     "EncryptedArray",
-    "FedGNNEpsilon",
     "FixedPointEncoder",
     "GaussianMechanism",
     "ItemTokenizer",
     "LaplaceMechanism",
-    "Message",
+    "LinfLaplaceEpsilon",
     "PLDInfeasible",
     "PrivacyAccountant",
     "PrivacyReport",
@@ -55,15 +53,12 @@ __all__ = [
     "clip_l2_rows",
     "clip_linf",
     "clip_linf_rows",
-    "decode_message",
-    "encode_message",
-    "fedgnn_ldp_epsilon",
     "generate_keypair",
+    "linf_laplace_epsilon",
     "no_guarantee",
     "per_coordinate_epsilon",
     "per_upload_epsilon",
     "run_epsilon",
     "secure_sum",
-    "serialized_size",
     "worst_client_accountant",
 ]

@@ -27,11 +27,11 @@ import torch
 from fedrec.errors import ConfigError
 
 __all__ = [
-    "FedGNNEpsilon",
     "GaussianMechanism",
     "LaplaceMechanism",
+    "LinfLaplaceEpsilon",
     "analytic_gaussian_delta",
-    "fedgnn_ldp_epsilon",
+    "linf_laplace_epsilon",
 ]
 
 
@@ -178,11 +178,12 @@ def analytic_gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class FedGNNEpsilon:
-    """Two readings of one FedGNN upload's local-DP guarantee (see :func:`fedgnn_ldp_epsilon`)."""
+class LinfLaplaceEpsilon:
+    """Two readings of the local-DP guarantee of one L∞-clipped, Laplace-noised vector (see
+    :func:`linf_laplace_epsilon`)."""
 
     per_coordinate: float
-    """``2δ/λ``: one gradient coordinate, the others held fixed (FedGNN's figure). Secondary:
+    """``2δ/λ``: one coordinate, the others held fixed (the figure FedGNN reports). Secondary:
     it does not bound what a client releases."""
     per_vector: float
     """``2δD/λ``: the whole D-dimensional uploaded gradient: the upload's local-DP guarantee."""
@@ -197,8 +198,9 @@ class FedGNNEpsilon:
         return LaplaceMechanism(2.0 * self.clip_bound * self.dim, self.laplace_scale)
 
 
-def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> FedGNNEpsilon:
-    """Local-DP epsilon of FedGNN's perturbation (Wu et al. 2021): clip in L∞, add Laplace.
+def linf_laplace_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> LinfLaplaceEpsilon:
+    """Local-DP epsilon of a vector clipped in L∞ and given Laplace noise per coordinate (FedGNN's
+    perturbation, Wu et al. 2021).
 
     A client uploads ``g̃ = clip_linf(g, δ) + Lap(λ)^D`` (``δ = clip_bound``, ``λ = laplace_scale``,
     ``D = dim``). Neighbouring relation: local DP, i.e. any two D-dimensional gradients ``g, g'``
@@ -206,8 +208,8 @@ def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> Fed
     change, the upload's shape may not: what the shape and the item ids reveal is not covered).
 
     * Whole vector (the guarantee): ``||clip(g) - clip(g')||_1 <= 2δD``, so one upload is
-      ``ε = 2δD/λ``-DP (pure; :attr:`FedGNNEpsilon.vector_mechanism`). It grows linearly with D:
-      with δ 0.1 and λ 0.2 it is D itself, tens of thousands of coordinates per upload on
+      ``ε = 2δD/λ``-DP (pure; :attr:`LinfLaplaceEpsilon.vector_mechanism`). It grows linearly
+      with D: with δ 0.1 and λ 0.2 it is D itself, tens of thousands of coordinates per upload on
       ML-100K, i.e. no meaningful protection of the gradient values.
     * Per coordinate (secondary): each clipped coordinate lies in ``[-δ, δ]``, so releasing
       coordinate ``i`` alone is ``2δ/λ``-DP. This bounds what one coordinate reveals if all
@@ -222,5 +224,5 @@ def fedgnn_ldp_epsilon(clip_bound: float, laplace_scale: float, dim: int) -> Fed
     if int(dim) != dim or dim < 1:
         raise ConfigError(f"dim must be a positive integer, got {dim}")
     per_coordinate = 2.0 * clip_bound / laplace_scale
-    return FedGNNEpsilon(per_coordinate=per_coordinate, per_vector=per_coordinate * int(dim),
+    return LinfLaplaceEpsilon(per_coordinate=per_coordinate, per_vector=per_coordinate * int(dim),
                          dim=int(dim), clip_bound=clip_bound, laplace_scale=laplace_scale)

@@ -54,9 +54,9 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from fedrec.core.codec import Payload, payload_size
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.privacy.fixedpoint import FixedPointEncoder
-from fedrec.privacy.messages import Message, serialized_size
 from fedrec.privacy.prg import SEED_BYTES, prg_accumulate
 from fedrec.privacy.shamir import SHARE_BYTES, reconstruct_secret, split_secret
 
@@ -220,7 +220,7 @@ class SecAggClient:
                                 f"(step {self._step}, expected {expected})")
         self._step += 1
 
-    def advertise_keys(self) -> Message:
+    def advertise_keys(self) -> Payload:
         """Round 0: draw the two key pairs; send ``{"c_pk", "s_pk"}`` (32 bytes each)."""
         self._advance(0, "advertise_keys")
         self._c_sk = X25519PrivateKey.from_private_bytes(self._rand(_KEY_BYTES))
@@ -228,7 +228,7 @@ class SecAggClient:
         return {"c_pk": self._c_sk.public_key().public_bytes_raw(),
                 "s_pk": self._s_sk.public_key().public_bytes_raw()}
 
-    def share_keys(self, broadcast: Message) -> Message:
+    def share_keys(self, broadcast: Payload) -> Payload:
         """Round 1: Shamir-share ``s_sk`` and ``b``; send ``{"to/<v>": AES-GCM ciphertext}``."""
         self._advance(1, "share_keys")
         assert self._c_sk is not None and self._s_sk is not None
@@ -254,7 +254,7 @@ class SecAggClient:
         s_shares = split_secret(self._s_sk.private_bytes_raw(), t, holders, self._rand)
         b_shares = split_secret(self._b_seed, t, holders, self._rand)
         self._held = {me: (s_shares[me], b_shares[me])}
-        out: Message = {}
+        out: Payload = {}
         for v in holders:
             if v == me:
                 continue
@@ -265,7 +265,7 @@ class SecAggClient:
             out[f"to/{v}"] = nonce + AESGCM(key).encrypt(nonce, plaintext, _SHARE_AAD + route)
         return out
 
-    def masked_input_collection(self, routed: Message, x: np.ndarray) -> Message:
+    def masked_input_collection(self, routed: Payload, x: np.ndarray) -> Payload:
         """Round 2: check the shares sent to me; send ``{"y": masked encoded input}``."""
         me, cfg = self.client_id, self.config
         x = np.asarray(x)
@@ -309,7 +309,7 @@ class SecAggClient:
             raise ProtocolError(f"client {me}: share from client {sender} has a wrong header")
         return plain[8:8 + SHARE_BYTES], plain[8 + SHARE_BYTES:]
 
-    def unmasking(self, request: Message) -> Message:
+    def unmasking(self, request: Payload) -> Payload:
         """Round 3: given the survivors U3, send ``{"b/<v>"}`` for v in U3 and ``{"s/<v>"}``
         for v in U2 \\ U3 (never both for one v)."""
         self._advance(3, "unmasking")
@@ -324,7 +324,7 @@ class SecAggClient:
         if me not in survivors:
             raise ProtocolError(f"client {me}: asked to unmask but not listed as a survivor")
         _require_quorum(len(survivors), self.config.threshold, "sent masked inputs")
-        out: Message = {}
+        out: Payload = {}
         for v in sorted(self._u2):
             s_share, b_share = self._held[v]
             if v in survivors:
@@ -364,7 +364,7 @@ class SecAggServer:
                                 f"expected {expected})")
         self._step += 1
 
-    def advertise_keys(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+    def advertise_keys(self, messages: Mapping[int, Payload]) -> dict[int, Payload]:
         self._advance(0, "advertise_keys")
         cfg = self.config
         for u, msg in messages.items():
@@ -375,12 +375,12 @@ class SecAggServer:
         if len(self._keys) > cfg.max_clients:
             raise ProtocolError(f"{len(self._keys)} clients advertised keys, more than "
                                 f"max_clients {cfg.max_clients}")
-        broadcast: Message = {}
+        broadcast: Payload = {}
         for u in sorted(self._keys):
             broadcast[f"c_pk/{u}"], broadcast[f"s_pk/{u}"] = self._keys[u]
         return {u: broadcast for u in sorted(self._keys)}
 
-    def share_keys(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+    def share_keys(self, messages: Mapping[int, Payload]) -> dict[int, Payload]:
         self._advance(1, "share_keys")
         u1 = set(self._keys)
         if not set(messages) <= u1:
@@ -395,7 +395,7 @@ class SecAggServer:
         return {v: {f"from/{u}": messages[u][f"to/{v}"] for u in self._u2 if u != v}
                 for v in self._u2}
 
-    def masked_input_collection(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+    def masked_input_collection(self, messages: Mapping[int, Payload]) -> dict[int, Payload]:
         self._advance(2, "masked_input_collection")
         enc = self.config.encoder
         if not set(messages) <= set(self._u2):
@@ -411,10 +411,10 @@ class SecAggServer:
             np.add(total, y, out=total)
         self._masked_sum = total
         self._u3 = sorted(messages)
-        request: Message = {"survivors": np.array(self._u3, dtype=np.int64)}
+        request: Payload = {"survivors": np.array(self._u3, dtype=np.int64)}
         return {u: request for u in self._u3}
 
-    def unmasking(self, messages: Mapping[int, Message]) -> np.ndarray:
+    def unmasking(self, messages: Mapping[int, Payload]) -> np.ndarray:
         """Reconstruct the masks and return the decoded sum of the survivors' inputs."""
         self._advance(3, "unmasking")
         assert self._masked_sum is not None
@@ -463,7 +463,7 @@ def secure_sum(
     (a simulation convenience: a real deployment fixes it in advance). ``rng`` makes a run
     reproducible by drawing all keys, seeds and nonces from it: that is NOT cryptographically
     secure and is meant for simulators and tests; the default uses ``os.urandom``. Transcript
-    bytes count every message in both directions (:func:`~fedrec.privacy.messages.serialized_size`).
+    bytes count every message in both directions (:func:`~fedrec.core.codec.payload_size`).
     """
     xs = [np.asarray(v, dtype=np.float64) for v in vectors]
     if len(xs) < 2 or xs[0].ndim != 1 or any(x.shape != xs[0].shape for x in xs):
@@ -480,9 +480,9 @@ def secure_sum(
     server = SecAggServer(config)
     nbytes = 0
 
-    def carry(out: Mapping[int, Message]) -> dict[int, Message]:
+    def carry(out: Mapping[int, Payload]) -> dict[int, Payload]:
         nonlocal nbytes
-        nbytes += sum(serialized_size(m) for m in out.values())
+        nbytes += sum(payload_size(m) for m in out.values())
         return dict(out)
 
     up = carry({i: c.advertise_keys() for i, c in clients.items()})

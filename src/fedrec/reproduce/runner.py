@@ -179,7 +179,8 @@ def choose_on_validation(cands: Candidates, out: Path, before: Sequence[RunSpec]
 
 def _resolved(spec: RunSpec, seed: int) -> dict[str, Any]:
     """The configuration ``spec`` runs with at ``seed``, resolved as ``fedrec run`` resolves it
-    (packaged defaults, the dataset's section, the overrides): what a run stores as ``config``."""
+    (the config class's defaults, the dataset's packaged section, the overrides): what a run
+    stores as ``config``."""
     from fedrec.config import to_dict
     from fedrec.engines.common import resolve
 

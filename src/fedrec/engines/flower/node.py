@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedrec.core.codec import all_finite
 from fedrec.engines import wire
 from fedrec.engines.common import (
     load_sliced,
@@ -39,7 +40,6 @@ from fedrec.engines.common import (
 from fedrec.engines.flower.deploy import SECRET_KEY, decode_config
 from fedrec.engines.flower.envelope import HELLO, STYPE, from_content, to_content
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import all_finite
 from fedrec.federation.message import Message, PartyId, role_of
 from fedrec.federation.runtime import PartyContext, Routed, seed_everything
 from fedrec.federation.secrets import ClientSecrets

@@ -27,10 +27,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedrec.core.codec import Payload, all_finite, payload_size
 from fedrec.engines import wire
 from fedrec.engines.flower.envelope import HELLO, MESSAGE_TYPE, from_content, to_content, wire_size
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.codec import Payload, all_finite, payload_size
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import SERVER, Message, PartyId, role_of
 from fedrec.federation.runtime import Observer, Runtime, sample_cohort

@@ -41,11 +41,11 @@ import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, ServerLogic, Trainer, observe
 from fedrec.config import RunConfig, to_dict
-from fedrec.engines.common import drive, load_sliced, metadata_dataset, public_meta, resolve
+from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve
 from fedrec.engines.flower.deploy import decode_config
 from fedrec.engines.flower.runtime import FlowerRuntime
 from fedrec.errors import ConfigError
-from fedrec.experiment import RunResult
+from fedrec.experiment import RunResult, run_rounds
 from fedrec.federation.runtime import seed_everything
 
 
@@ -132,7 +132,8 @@ def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
             f.write(json.dumps(row, default=float) + "\n")
         log(f"round {row['round']} done in {row['time_s']:.1f} s")
 
-    result = drive(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)), on_round)
+    result = run_rounds(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)),
+                        on_round=on_round)
     data = result.to_json()
     data["engine"] = {
         "name": "flower", "setup_s": setup_s, "wire": rt.wire.to_dict(),

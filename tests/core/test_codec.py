@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from fedrec.core.codec import all_finite, decode, encode, payload_size
 from fedrec.errors import ProtocolError
-from fedrec.federation.codec import all_finite, decode, encode, payload_size
 
 NP_DTYPES = [
     "float32", "float64", "float16", "int8", "int16", "int32", "int64",
@@ -294,3 +294,23 @@ def test_all_finite_finds_one_bad_value_in_a_large_upload(dtype: torch.dtype) ->
             t[pos] = bad
             assert not all_finite({"g": t}), (pos, bad)
             assert not all_finite({"g": t.numpy()}), (pos, bad)
+
+
+def test_secagg_message_round_trip_and_size() -> None:
+    msg = {"c_pk": b"\x00" * 32, "y": np.arange(10, dtype=np.uint32),
+           "survivors": np.array([[1, 2], [3, 4]], dtype=np.int64), "empty": b""}
+    wire = encode(msg)
+    assert payload_size(msg) == len(wire)
+    back = decode(wire)
+    assert back.keys() == msg.keys()
+    assert back["c_pk"] == msg["c_pk"] and back["empty"] == b""
+    for k in ("y", "survivors"):
+        assert back[k].dtype == msg[k].dtype and np.array_equal(back[k], msg[k])
+
+
+def test_truncated_or_padded_wire_is_refused() -> None:
+    wire = encode({"a": b"xyz", "b": np.ones(4)})
+    with pytest.raises(ProtocolError, match="truncated"):
+        decode(wire[:-1])
+    with pytest.raises(ProtocolError, match="trailing"):
+        decode(wire + b"\x00")

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import torch
 
-from fedrec.federation.rng import (
+from fedrec.core.rng import (
     counter_bits,
     counter_normal,
     counter_randint,
@@ -117,7 +117,7 @@ def test_derive_seed_is_the_same_in_another_process() -> None:
     """Not Python's salted hash(): a resumed run in a new process must draw the same values."""
     keys = (0, 3, "train", 17, "init-user")
     code = (
-        "from fedrec.federation.rng import derive_seed, counter_uniform; import torch;"
+        "from fedrec.core.rng import derive_seed, counter_uniform; import torch;"
         f"print(derive_seed(*{keys!r}));"
         "print(repr(counter_uniform(derive_seed(1), torch.arange(3)).tolist()))"
     )

@@ -20,6 +20,14 @@ import os
 import sys
 from typing import Any
 
+from fedrec.cli.summary import (
+    add_client_secret_option,
+    client_secrets_of,
+    format_bytes,
+    summary_rows,
+    table,
+)
+
 
 def add_deploy_parser(sub: Any) -> None:
     dep = sub.add_parser(
@@ -50,8 +58,6 @@ def add_deploy_parser(sub: Any) -> None:
                      "training")
     dep.add_argument("--keep-workdir", action="store_true", help="keep the temp dir and logs")
     dep.add_argument("--quiet", action="store_true", help="no progress lines")
-    from fedrec.cli.main import add_client_secret_option
-
     add_client_secret_option(dep)
     dep.set_defaults(func=cmd_deploy)
 
@@ -64,7 +70,6 @@ def max_relative_difference(a: dict[str, float], b: dict[str, float]) -> float:
 def cmd_deploy(args: argparse.Namespace) -> int:
     import torch
 
-    from fedrec.cli.main import _format_bytes, _table, client_secrets_of, summary_rows
     from fedrec.engines.flower.deploy import deploy
 
     torch.set_num_threads(1)
@@ -84,12 +89,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                        f"{eng['clients']} clients)")]
     rows += summary_rows(result)
     wire = sum(eng["wire"]["sent"].values()) + sum(eng["wire"]["received"].values())
-    rows.append(("flower message bytes", _format_bytes(wire)))
+    rows.append(("flower message bytes", format_bytes(wire)))
     if eng["dead_nodes"]:
         rows.append(("SuperNodes lost", str(len(eng["dead_nodes"]))))
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))
-    print(_table(rows))
+    print(table(rows))
     if args.compare:
         from fedrec.engines.common import simulate
 
@@ -98,7 +103,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                        config_file=args.config, overrides=args.set or [],
                        max_users=args.max_users, client_secrets=secrets).to_json()
         print("\nin-process simulator, same job:")
-        print(_table(summary_rows(sim)))
+        print(table(summary_rows(sim)))
         only_sim = sorted(set(sim["final"]) - set(result["final"]))
         if only_sim:
             print(f"\n  only in the simulator: {', '.join(only_sim)} (the experimenter's metrics;"

@@ -1,0 +1,96 @@
+"""What ``fedrec run`` and ``fedrec deploy`` share: the summary table they print and the client
+secret option they take."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fedrec.experiment import RunResult
+    from fedrec.federation.secrets import ClientSecrets
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)
+
+
+def table(rows: Sequence[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+
+
+def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The summary ``fedrec run`` and ``fedrec deploy`` print: final metrics, traffic, privacy,
+    wall time. ``result`` is a :class:`~fedrec.experiment.RunResult` or its JSON form."""
+    r = result if isinstance(result, Mapping) else vars(result)
+    totals = r["communication"].get("totals", {})
+    rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),
+            ("rounds", str(r["config"]["rounds"]))]
+    rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
+             for k, v in r["final"].items() if isinstance(v, int | float)]
+    rows += [
+        ("bytes up (clients->services)", format_bytes(totals.get("bytes_up", 0))),
+        ("bytes down (services->clients)", format_bytes(totals.get("bytes_down", 0))),
+        ("bytes total", format_bytes(totals.get("bytes_total", 0))),
+    ]
+    rows += privacy_rows(r.get("privacy") or {})
+    rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
+    return rows
+
+
+def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The summary's privacy lines (:mod:`fedrec.privacy.report`): the whole-run epsilon where
+    there is a formal guarantee, else "no formal guarantee" and what protects the data; the
+    measured attack F1 of every part that has no guarantee."""
+    from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
+
+    eps, how = run_epsilon(privacy)
+    if eps is None:
+        what = (privacy.get("protection") or privacy.get("leakage") or privacy.get("note")
+                or "none stated")  # the last two: results.json written before "protection"
+        rows = [("privacy", f"{NO_GUARANTEE}: {what}")]
+    else:
+        rows = [("epsilon (whole run, per client)", f"{eps:.4g} ({how})")]
+        if "epsilon_method" in privacy and privacy.get("delta") is not None:
+            rows.append(("delta", f"{privacy['delta']:.4g}"))
+        upload = per_upload_epsilon(privacy)  # an old report's "epsilon_per_upload" is not it
+        if upload is not None:
+            rows.append(("epsilon per upload", f"{upload:.4g}"))
+    parts = [("", privacy)] + [(f"{k.replace('_', ' ')}: ", v) for k, v in privacy.items()
+                               if isinstance(v, Mapping)]
+    for label, part in parts:
+        if part.get("guarantee") == NO_GUARANTEE and part is not privacy:
+            rows.append((label.rstrip(": "), NO_GUARANTEE))
+        if "measured_attack" in part:
+            f1 = part.get("measured_attack_f1")
+            name = str(part["measured_attack"]).split(" ")[0]
+            rows.append((f"{label}measured attack F1",
+                         f"{f1:.3f} ({name})" if f1 is not None else str(part["measured_attack"])
+                         .split(": ", 1)[-1]))
+    return rows
+
+
+SECRET_ENV = "FEDREC_CLIENT_SECRET"
+
+
+def client_secrets_of(args: argparse.Namespace) -> ClientSecrets:
+    """The experimenter's client secret from ``--client-secret`` or ``$FEDREC_CLIENT_SECRET``
+    (hex); fresh OS entropy when neither is set."""
+    from fedrec.federation.secrets import ClientSecrets
+
+    return ClientSecrets.from_hex(args.client_secret or os.environ.get(SECRET_ENV))
+
+
+def add_client_secret_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--client-secret", metavar="HEX",
+        help=f"64 hex digits: the root of every client's private randomness, given to the "
+        f"clients' side only, never to the server (default: ${SECRET_ENV}, else fresh OS "
+        f"entropy: the run is then not reproducible)")

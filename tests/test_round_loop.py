@@ -1,0 +1,101 @@
+"""The round loop's hooks (:func:`fedrec.experiment.run_rounds`) on a counting trainer: the
+evaluation schedule, the per-round callback, checkpoints and resuming, the early stop.
+
+The loop on real algorithms, with its results files, is :mod:`tests.test_experiment`'s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fedrec.algorithms.base import Trainer
+from fedrec.config import RunConfig
+from fedrec.experiment import RoundCheckpoint, RunResult, is_eval_round, run_rounds
+from fedrec.federation.checkpoint import load_checkpoint
+from fedrec.federation.ledger import CommunicationLedger
+
+
+class CountingTrainer(Trainer):
+    """Its model is the list of rounds it trained; it evaluates to that list's length."""
+
+    def __init__(self) -> None:
+        self.ledger = CommunicationLedger()
+        self.trained: list[int] = []
+        self.evaluated: list[str] = []
+
+    def train_round(self, rnd: int) -> dict[str, float]:
+        self.trained.append(rnd)
+        return {"train_loss": 1.0 / rnd}
+
+    def evaluate(self, split: str = "test") -> dict[str, float]:
+        self.evaluated.append(split)
+        return {"rmse": float(len(self.trained))}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"trained": list(self.trained)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.trained = list(state["trained"])
+
+
+def _cfg(rounds: int, eval_every: int) -> RunConfig:
+    return RunConfig(rounds=rounds, eval_every=eval_every)
+
+
+def test_evaluates_every_eval_every_rounds_and_the_last():
+    cfg = _cfg(7, 3)
+    assert [r for r in range(1, 8) if is_eval_round(cfg, r)] == [3, 6, 7]
+    trainer, seen = CountingTrainer(), []
+    result = run_rounds(trainer, cfg, RunResult("count", "none", {}), on_round=seen.append)
+    assert trainer.trained == [1, 2, 3, 4, 5, 6, 7]
+    assert [row["round"] for row in result.history] == [1, 2, 3, 4, 5, 6, 7]
+    assert [row["round"] for row in result.history if "eval" in row] == [3, 6, 7]
+    # Validation first, then test, at each evaluation.
+    assert trainer.evaluated == ["valid", "test"] * 3
+    assert result.history[2]["eval"] == {"val_rmse": 3.0, "rmse": 3.0}
+    assert seen == result.history  # the callback saw every row, in order
+    assert result.status == "complete"
+    assert result.final == {"val_rmse": 7.0, "rmse": 7.0}
+    # val_rmse grows with the rounds: the lowest is the first evaluated round's.
+    assert result.selection is not None and result.selection["round"] == 3
+
+
+def test_evaluate_at_replaces_the_schedule():
+    result = run_rounds(CountingTrainer(), _cfg(4, 1), RunResult("count", "none", {}),
+                        evaluate_at=lambda rnd: rnd == 2)
+    assert [row["round"] for row in result.history if "eval" in row] == [2]
+
+
+def test_checkpoint_stop_and_resume_continue_where_it_stopped(tmp_path: Path):
+    cfg, path = _cfg(5, 2), tmp_path / "checkpoint.pt"
+    first = CountingTrainer()
+    stopped = run_rounds(first, cfg, RunResult("count", "none", {}),
+                         checkpoint=RoundCheckpoint(path, {"what": "test"}), stop_after=2)
+    assert stopped.status == "interrupted" and stopped.final == {}
+    stored = load_checkpoint(path)
+    assert stored["round"] == 2 and stored["made_from"] == {"what": "test"}
+    assert stored["trainer"] == {"trained": [1, 2]}
+    assert [row["round"] for row in stored["history"]] == [1, 2]
+
+    second, seen = CountingTrainer(), []
+    resumed = run_rounds(second, cfg, RunResult("count", "none", {}),
+                         checkpoint=RoundCheckpoint(path, {"what": "test"}, resume_from=stored),
+                         on_round=seen.append)
+    assert second.trained == [1, 2, 3, 4, 5]  # restored, then rounds 3..5 only
+    assert [row["round"] for row in seen] == [3, 4, 5]
+    assert [row["round"] for row in resumed.history] == [1, 2, 3, 4, 5]
+    assert resumed.status == "complete"
+    assert resumed.wall_time_s >= stored["elapsed"]
+    assert load_checkpoint(path)["round"] == 5
+
+
+def test_stop_after_the_last_round_finishes_the_run():
+    result = run_rounds(CountingTrainer(), _cfg(3, 1), RunResult("count", "none", {}),
+                        stop_after=3)
+    assert result.status == "complete"
+
+
+def test_progress_bar_writes_its_label_to_stderr(capsys):
+    run_rounds(CountingTrainer(), _cfg(2, 1), RunResult("count", "none", {}),
+               progress="count/none")
+    assert "count/none" in capsys.readouterr().err
