@@ -60,12 +60,6 @@ def test_evaluates_every_eval_every_rounds_and_the_last():
     assert result.selection is not None and result.selection["round"] == 3
 
 
-def test_evaluate_at_replaces_the_schedule():
-    result = run_rounds(CountingTrainer(), _cfg(4, 1), RunResult("count", "none", {}),
-                        evaluate_at=lambda rnd: rnd == 2)
-    assert [row["round"] for row in result.history if "eval" in row] == [2]
-
-
 def test_checkpoint_stop_and_resume_continue_where_it_stopped(tmp_path: Path):
     cfg, path = _cfg(5, 2), tmp_path / "checkpoint.pt"
     first = CountingTrainer()

@@ -301,12 +301,11 @@ def run_rounds(
     checkpoint: RoundCheckpoint | None = None,
     progress: str | None = None,
     on_round: Callable[[dict[str, Any]], None] | None = None,
-    evaluate_at: Callable[[int], bool] | None = None,
     stop_after: int | None = None,
 ) -> RunResult:
     """The round loop of every engine: rounds ``1..cfg.rounds`` of ``trainer``, a history row
-    each appended to ``result`` (training statistics, an evaluation where ``evaluate_at(rnd)``
-    -- by default :func:`is_eval_round` --, the round's ledger totals, its wall time), then
+    each appended to ``result`` (training statistics, an evaluation where
+    :func:`is_eval_round`, the round's ledger totals, its wall time), then
     :func:`finish_result`.
 
     Hooks, all optional: ``checkpoint`` (saved after every round; with ``resume_from``, the
@@ -316,7 +315,6 @@ def run_rounds(
     loop after that round *as if interrupted* (``result.status`` ``"interrupted"``, not
     finished): it exists to test resuming.
     """
-    evaluate_at = evaluate_at or (lambda rnd: is_eval_round(cfg, rnd))
     start_round, elapsed_before = 1, 0.0
     stored = checkpoint.resume_from if checkpoint is not None else None
     if stored is not None:
@@ -330,7 +328,7 @@ def run_rounds(
     for rnd in bar:
         t_round = time.perf_counter()
         row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
-        if evaluate_at(rnd):
+        if is_eval_round(cfg, rnd):
             row["eval"] = evaluate_splits(trainer)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix({k: f"{v:.4g}" for k, v in row["eval"].items() if k in _SHOWN})
