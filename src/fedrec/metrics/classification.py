@@ -33,7 +33,6 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from scipy.stats import rankdata
 
 from fedrec.errors import ConfigError
 from fedrec.metrics._inputs import ArrayLike, check_same_shape, to_float64, to_numpy
@@ -72,6 +71,8 @@ def auc(scores: ArrayLike, labels: ArrayLike) -> float:
     n_neg = int(y.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         raise ConfigError("AUC is undefined: labels contain only one class")
+    from scipy.stats import rankdata  # imported here: scipy.stats costs ~1 s at CLI start
+
     ranks = rankdata(s, method="average")
     u = float(ranks[pos].sum()) - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)

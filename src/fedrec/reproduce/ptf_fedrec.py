@@ -17,8 +17,10 @@ What it runs (``fedrec run`` with the packaged configs plus the overrides in the
   (Figs. 3-4's shapes): Recall@20, NDCG@20 and attack F1.
 
 Ablations and sweeps use one seed unless ``--sweep-seeds`` says more. ``--quick`` (CI) runs
-ML-100K only, 2 rounds per run on 1 local epoch and 1 server epoch, one seed: it tests the
-pipeline, not the method.
+ML-100K only, one seed, one round per run of 64 sampled clients on 1 local epoch and 1 server
+epoch, the first LDP scale and the first two values of each sweep, and evaluates the clients'
+NeuMF only in the accuracy table: it tests the pipeline (every table and plot is written from
+real runs), not the method, in under a minute on 2 cores.
 """
 
 from __future__ import annotations
@@ -46,12 +48,24 @@ BETAS = ((0.1, 0.25), (0.1, 0.5), (0.1, 1.0), (0.5, 1.0))
 GAMMAS = ((1.0, 2.0), (1.0, 4.0), (1.0, 8.0))
 SWAPS = (0.0, 0.05, 0.1, 0.2, 0.3)
 QUICK = {
-    "ptf-fedrec": {"rounds": 2, "eval_every": 2, "local_epochs": 1, "server_epochs": 1},
-    "fedavg-ncf": {"rounds": 2, "eval_every": 2, "local_epochs": 1},
-    "lightgcn": {"rounds": 2, "eval_every": 2},
-    "ngcf": {"rounds": 2, "eval_every": 2},
-    "neumf": {"rounds": 2, "eval_every": 2},
+    "ptf-fedrec": {"rounds": 1, "eval_every": 1, "local_epochs": 1, "server_epochs": 1,
+                   "clients_per_round": 64},
+    "fedavg-ncf": {"rounds": 1, "eval_every": 1, "local_epochs": 1, "clients_per_round": 64},
+    # Centralized baselines: one epoch in large batches (NeuMF's 256 rows per step make ~1,400
+    # steps, the graph models' 1,024 triples ~70 full-graph propagations).
+    "lightgcn": {"rounds": 1, "eval_every": 1, "batch": 8192},
+    "ngcf": {"rounds": 1, "eval_every": 1, "batch": 8192},
+    "neumf": {"rounds": 1, "eval_every": 1, "batch": 8192, "num_negatives": 1},
 }
+#: --quick: only the accuracy table evaluates every client's NeuMF (a first evaluation builds
+#: all 943 client models); the privacy table and the sweeps report the server's metrics.
+QUICK_SERVER_ONLY = {"eval_clients": False}
+QUICK_SWEEP_VALUES = 2  # --quick: the first values of each sweep
+
+
+def sweep_values(values: tuple[Any, ...], quick: bool) -> tuple[Any, ...]:
+    """The values of a sweep that a reproduction runs (--quick: the first few)."""
+    return values[:QUICK_SWEEP_VALUES] if quick else values
 
 
 def methods_of(dataset: str) -> tuple[str, ...]:
@@ -65,33 +79,47 @@ def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool) -> list
     def ov(method: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         return {**(QUICK.get(method, {}) if quick else {}), **(extra or {})}
 
+    def ml100k(key: str, extra: dict[str, Any]) -> RunSpec:
+        """A privacy-table or sweep run: PTF-FedRec on ML-100K."""
+        return RunSpec(key, "ptf-fedrec", "ml-100k",
+                       ov("ptf-fedrec", {**(QUICK_SERVER_ONLY if quick else {}), **extra}),
+                       sweep)
+
     # ML-100K's table and sweeps first, the other datasets last: a reproduction stopped early
     # (see --report-only) has the most informative part done.
     tables = [RunSpec(f"table/{ds}/{m}", m, ds, ov(m), table) for ds in datasets
               for m in methods_of(ds)]
     specs = [s for s in tables if s.dataset == "ml-100k"]
-    specs += [RunSpec(f"defense/{key}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", extra), sweep)
-              for key, _, extra in defense_rows()]
-    specs += [RunSpec(f"dispersal/{d}", "ptf-fedrec", "ml-100k",
-                      ov("ptf-fedrec", {"dispersal": d}), sweep) for d in DISPERSALS]
-    specs += [RunSpec(f"alpha/{a}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", {"alpha": a}),
-                      sweep) for a in ALPHAS]
-    specs += [RunSpec(f"beta/{lo}-{hi}", "ptf-fedrec", "ml-100k",
-                      ov("ptf-fedrec", {"beta_range": [lo, hi]}), sweep) for lo, hi in BETAS]
-    specs += [RunSpec(f"gamma/{lo}-{hi}", "ptf-fedrec", "ml-100k",
-                      ov("ptf-fedrec", {"gamma_range": [lo, hi]}), sweep) for lo, hi in GAMMAS]
-    specs += [RunSpec(f"swap/{s}", "ptf-fedrec", "ml-100k", ov("ptf-fedrec", {"swap_rate": s}),
-                      sweep) for s in SWAPS]
+    specs += [ml100k(f"defense/{key}", extra) for key, _, extra in defense_rows(quick)]
+    specs += [ml100k(f"{name}/{label}", {field: value})
+              for name, field, _, _, values in SWEEPS
+              for label, value in sweep_values(values, quick)]
     return specs + [s for s in tables if s.dataset != "ml-100k"]
 
 
-def defense_rows() -> list[tuple[str, str, dict[str, Any]]]:
-    """(key, label, overrides) of each row of the privacy table."""
+def _range(lo: float, hi: float) -> tuple[str, list[float]]:
+    return f"{lo}-{hi}", [lo, hi]
+
+
+#: Each sweep: (folder and figure name, config field, title, axis label, ((point label, value)
+#: of each point)).
+SWEEPS: tuple[tuple[str, str, str, str, tuple[tuple[str, Any], ...]], ...] = (
+    ("dispersal", "dispersal", "Dispersal ablation", "dispersal",
+     tuple((d, d) for d in DISPERSALS)),
+    ("alpha", "alpha", "Alpha", "alpha", tuple((str(a), a) for a in ALPHAS)),
+    ("beta", "beta_range", "Beta range", "beta range", tuple(_range(*b) for b in BETAS)),
+    ("gamma", "gamma_range", "Gamma range", "gamma range", tuple(_range(*g) for g in GAMMAS)),
+    ("swap", "swap_rate", "Swap rate lambda", "lambda", tuple((str(s), s) for s in SWAPS)),
+)
+
+
+def defense_rows(quick: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
+    """(key, label, overrides) of each row of the privacy table (--quick: one LDP scale)."""
     out: list[tuple[str, str, dict[str, Any]]] = []
     for d in DEFENSES:
         if d == "ldp":
             out += [(f"ldp-{s}", f"ldp (scale {s})", {"defense": d, "ldp_scale": s})
-                    for s in LDP_SCALES]
+                    for s in (LDP_SCALES[:1] if quick else LDP_SCALES)]
         else:
             out.append((d, d, {"defense": d}))
     return out
@@ -197,7 +225,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     base = res.get("defense/none", [])
     f0, n0 = mean_std(attack_f1(base))[0], mean_std(metric(base, "NDCG@20"))[0]
     prows = []
-    for key, label, _ in defense_rows():
+    for key, label, _ in defense_rows(quick):
         runs = res.get(f"defense/{key}", [])
         f1, ndcg = mean_std(attack_f1(runs))[0], mean_std(metric(runs, "NDCG@20"))[0]
         ratio = (f0 - f1) / (n0 - ndcg) if key != "none" and n0 != ndcg else float("nan")
@@ -227,12 +255,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                         ax.set_xlabel(label), ax.set_ylabel("top-guess F1")),
         ], f"PTF-FedRec, {title}")
 
-    sweep("Dispersal ablation", "dispersal", list(DISPERSALS), "dispersal", "dispersal.png")
-    sweep("Alpha", "alpha", [str(a) for a in ALPHAS], "alpha", "alpha.png")
-    sweep("Beta range", "beta", [f"{lo}-{hi}" for lo, hi in BETAS], "beta range", "beta.png")
-    sweep("Gamma range", "gamma", [f"{lo}-{hi}" for lo, hi in GAMMAS], "gamma range",
-          "gamma.png")
-    sweep("Swap rate lambda", "swap", [str(s) for s in SWAPS], "lambda", "swap.png")
+    for name, _, title, axis, values in SWEEPS:
+        sweep(title, name, [k for k, _ in sweep_values(values, quick)], axis, f"{name}.png")
 
     lines.append("## Runs\n")
     lines.append(markdown_table(["key", "command", "status"], [
