@@ -24,8 +24,8 @@ import torch
 
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset, check_split
-from fedrec.federation.ledger import CommunicationLedger
 from fedrec.errors import ConfigError
+from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import CLIENT, PartyId
 from fedrec.federation.runtime import (
     InProcessRuntime,

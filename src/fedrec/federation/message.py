@@ -19,7 +19,7 @@ from fedrec.core.codec import Payload, payload_size
 
 PartyId = int | str
 SERVER = "server"
-#: The role a runtime samples cohorts from (:meth:`~fedrec.federation.runtime.Runtime.sample_clients`).
+#: The role cohorts are sampled from (:meth:`~fedrec.federation.runtime.Runtime.sample_clients`).
 CLIENT = "client"
 THIRD_PARTY = "third_party"
 AGGREGATOR = "aggregator"
