@@ -64,6 +64,12 @@ def ml100k_1_to_100(ml100k: RatingDataset) -> RatingDataset:
 
 
 @pytest.fixture(scope="session")
+def cora(data_root: Path):
+    """Cora (Planetoid files, the public split): a graph for node classification."""
+    return _load(data_root, "cora", "planetoid/ind.cora.graph")
+
+
+@pytest.fixture(scope="session")
 def gowalla(data_root: Path) -> InteractionDataset:
     """The real Gowalla (LightGCN split). Shared: never mutate it."""
     ds = _load(data_root, "gowalla", "gowalla/train.txt")

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.fedavg_gcn import FedAvgGCNConfig, build_fedavg_gcn_job
 from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
 from fedrec.config import build_config
 from fedrec.data import InteractionDataset, Interactions, RatingDataset, partition_by_user
@@ -232,3 +233,41 @@ def test_client_data_holds_only_its_own_rows(name: str, request: pytest.FixtureR
         "user", "train_items", "train_values", "valid_items", "valid_values", "test_items",
         "test_values", "features", "num_items",
     }
+
+
+def _host_uploads(graph, cfg) -> tuple[dict, dict]:
+    """An evaluation, then round 1's training, of fedavg-gcn on ``graph`` (both steps on the
+    weights every host is sent alike): every host's messages (wire bytes), and its data."""
+    job = build_fedavg_gcn_job(cfg, graph, torch.device("cpu"))
+    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
+                          client_secrets=ClientSecrets(bytes(range(32))))
+    seen: dict = {}
+    rt.observers.append(lambda msg: seen.setdefault(msg.sender, []).append(encode(msg.payload))
+                        if msg.direction == "up" else None)
+    rt.begin_round(1)
+    job.server.evaluate(rt, "valid")
+    job.server.run_round(rt, 1)
+    return {h: tuple(m) for h, m in seen.items()}, job.client_data
+
+
+def test_graph_hosts_only_the_changed_host_differs(cora) -> None:
+    from fedrec.data import assign_nodes
+
+    cfg = build_config(FedAvgGCNConfig, "fedavg-gcn", "cora",
+                       overrides={"num_hosts": 3, "local_epochs": 2})
+    owner = assign_nodes(cora.num_nodes, cfg.num_hosts, cfg.public_fraction, cfg.seed)
+    mine = owner == 1  # host-1's private nodes: their features and labels change
+    x = cora.x.copy()
+    x[mine] = 1.0 - x[mine]
+    y = cora.y.copy()
+    y[mine] = (y[mine] + 1) % cora.num_classes
+    changed = dataclasses.replace(cora, x=x, y=y)
+    before, hosts_before = _host_uploads(cora, cfg)
+    after, hosts_after = _host_uploads(changed, cfg)
+    assert set(before) == set(after) == {"host-0", "host-1", "host-2"}
+    assert [h for h in before if before[h] != after[h]] == ["host-1"]
+    assert len(before["host-1"]) == 2  # its evaluation and its training upload both changed
+    assert all(b != a for b, a in zip(before["host-1"], after["host-1"], strict=True))
+    for h in ("host-0", "host-2"):  # the partition: every other host's data is the same
+        assert np.array_equal(hosts_before[h].x, hosts_after[h].x)
+        assert np.array_equal(hosts_before[h].y, hosts_after[h].y)

@@ -14,6 +14,7 @@ from fedrec.algorithms.central_ranking import (
     central_ranking_builder,
 )
 from fedrec.algorithms.fcf import FCFConfig, build_fcf, build_fcf_job
+from fedrec.algorithms.fedavg_gcn import SPEC as FEDAVG_GCN
 from fedrec.algorithms.fedavg_ncf import FedAvgNCFConfig, build_fedavg_ncf, build_fedavg_ncf_job
 from fedrec.algorithms.fedgnn import (
     FedGNNConfig,
@@ -128,6 +129,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             dataset_kinds=("rating",),
             build=build_gnn_central,
         ),
+        FEDAVG_GCN,
     )
 }
 

@@ -24,8 +24,18 @@ import torch
 
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset, check_split
+from fedrec.errors import ConfigError
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.federation.runtime import InProcessRuntime, Observer, PartyLogic, Runtime
+from fedrec.federation.message import CLIENT, PartyId
+from fedrec.federation.runtime import (
+    InProcessRuntime,
+    Observer,
+    Party,
+    PartyLogic,
+    Runtime,
+    check_parties,
+    declare_parties,
+)
 from fedrec.federation.secrets import ClientSecrets
 
 
@@ -79,10 +89,51 @@ def observe(server: ServerLogic, rt: Runtime) -> None:
 
 @dataclass
 class FederatedJob:
+    """The server logic and the parties of one run, each with its id, role, logic and private
+    data (:class:`~fedrec.federation.runtime.Party`). Every runtime reads the parties from here:
+    the simulator hosts them all, a Flower deployment spreads the clients over its SuperNodes
+    and gives each service a SuperNode of its own (:mod:`fedrec.engines.flower.node`).
+
+    Declared either way:
+
+    * ``parties=[Party("host-0", "client", logic, data), ...]``: ids need not be user ids;
+      ``client_logic``, ``client_data`` and ``services`` are then filled in from them;
+    * the classic construction ``FederatedJob(server, client_logic, client_data, services)``:
+      one client per ``client_data`` entry (in id order, a user of a recommendation dataset),
+      then one party per service role, its id the role name (FedGNN's ``"third_party"``).
+    """
+
     server: ServerLogic
-    client_logic: PartyLogic
-    client_data: dict[int, Any]
+    client_logic: PartyLogic | None = None
+    client_data: dict[PartyId, Any] = field(default_factory=dict)
     services: dict[str, tuple[PartyLogic, Any]] = field(default_factory=dict)
+    parties: list[Party] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.parties:
+            self.parties = declare_parties(self.client_data, self.client_logic, self.services)
+        elif self.client_data or self.client_logic is not None or self.services:
+            raise ConfigError("a job declares its parties, or clients and services, not both")
+        else:
+            clients = [p for p in self.parties if p.role == CLIENT]
+            self.client_logic = clients[0].logic if clients else None
+            self.client_data = {p.id: p.data for p in clients}
+            self.services = {p.role: (p.logic, p.data) for p in self.parties
+                             if p.role != CLIENT}
+        check_parties(self.parties)
+
+    @property
+    def client_ids(self) -> list[PartyId]:
+        """The clients, in the order the job declares them."""
+        return [p.id for p in self.parties if p.role == CLIENT]
+
+    def parties_of(self, role: str) -> list[Party]:
+        return [p for p in self.parties if p.role == role]
+
+    @property
+    def service_roles(self) -> list[str]:
+        """The roles other than ``"client"``, sorted."""
+        return sorted({p.role for p in self.parties if p.role != CLIENT})
 
 
 class Trainer(ABC):
@@ -119,9 +170,7 @@ class FederatedTrainer(Trainer):
                  client_secrets: ClientSecrets | None = None) -> None:
         self.job = job
         self.runtime = InProcessRuntime(
-            client_data=job.client_data,
-            client_logic=job.client_logic,
-            services=job.services,
+            parties=job.parties,
             seed=cfg.seed,
             dropout=cfg.dropout,
             dropout_after_calls=cfg.dropout_after_calls,

@@ -3,6 +3,7 @@
 * :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info` -- by name (registry);
 * :func:`ensure_files`, :func:`verify` -- fetch and check the files (download);
 * :func:`partition_by_user`, :func:`partition_graph` -- split into per-party pieces (partition);
+* :func:`public_meta`, :func:`metadata_dataset` -- what a server may know of a dataset (types);
 * the container types of :mod:`fedrec.data.types`.
 """
 
@@ -23,6 +24,10 @@ from fedrec.data.types import (
     InteractionDataset,
     Interactions,
     RatingDataset,
+    dataset_type,
+    is_metadata_only,
+    metadata_dataset,
+    public_meta,
 )
 
 __all__ = [
@@ -37,13 +42,17 @@ __all__ = [
     "assign_nodes",
     "dataset_dir",
     "dataset_info",
+    "dataset_type",
     "default_data_dir",
     "describe",
     "ensure_files",
+    "is_metadata_only",
     "list_datasets",
     "load_dataset",
+    "metadata_dataset",
     "partition_by_user",
     "partition_graph",
+    "public_meta",
     "resolve_data_dir",
     "verify",
 ]

@@ -8,11 +8,22 @@
 
 All ids are dense, zero-based ``int64``; every array is a NumPy array so that the containers are
 cheap to pickle into a client process and independent of the torch device.
+
+**Public metadata.** A server (or a service party) of a deployment never loads the data: each
+type says which facts about it are public (:meth:`public_meta`: a catalogue's size, a rating
+scale, a graph's node, feature and class counts; never a rating, a label or an edge) and builds
+a *metadata-only* dataset from them (:func:`metadata_dataset`) on which an algorithm's
+``build_job`` yields the server logic. A recommendation metadata dataset holds one placeholder
+training row per registered client, so that ``partition_by_user`` yields the client ids and
+nothing else; a graph one holds no edge and zero-strided (memory-free) zero features and labels.
+Either is marked ``meta["metadata_only"]``; its placeholder rows are never sent anywhere.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -96,9 +107,35 @@ class _RecDataset:
     #: applied by :func:`~fedrec.data.load_dataset`); ``train`` no longer holds them.
     valid: Interactions = field(default_factory=no_rows)
 
+    KIND: ClassVar[str] = ""
+
     def user_ids(self) -> np.ndarray:
         """Users with at least one training row: each becomes one client."""
         return np.unique(self.train.users)
+
+    def public_meta(self) -> dict[str, Any]:
+        """The public facts a server may hold (module docstring): no rating, no statistic."""
+        return {"kind": self.KIND, "name": self.name, "num_users": int(self.num_users),
+                "num_items": int(self.num_items)}
+
+    @classmethod
+    def probe_meta(cls) -> dict[str, Any]:
+        """The public metadata of a tiny dataset of this type (to ask a job what parties it
+        declares without any data)."""
+        return {"kind": cls.KIND, "name": "probe", "num_users": 2, "num_items": 4}
+
+    @classmethod
+    def from_public_meta(cls, meta: dict[str, Any], client_ids: Sequence[int] = ()) -> Any:
+        """A metadata-only dataset (module docstring): ``meta`` and one placeholder training
+        row per client of ``client_ids``."""
+        ids = np.asarray(sorted(client_ids), dtype=np.int64)
+        train = Interactions(ids, np.zeros(len(ids), dtype=np.int64),
+                             np.ones(len(ids), np.float32))
+        extra = {k: meta[k] for k in meta
+                 if k not in ("kind", "name", "num_users", "num_items")}
+        return cls(name=meta["name"], num_users=meta["num_users"],
+                   num_items=meta["num_items"], train=train, test=no_rows(),
+                   meta={"metadata_only": True}, **extra)
 
     def known_and_target(self, split: str) -> tuple[Interactions, Interactions]:
         """``(known rows, scored rows)`` of an evaluation on ``split`` (see
@@ -114,10 +151,22 @@ class RatingDataset(_RecDataset):
     rating_min: float = 1.0
     rating_max: float = 5.0
 
+    KIND: ClassVar[str] = "rating"
+
+    def public_meta(self) -> dict[str, Any]:
+        return {**super().public_meta(), "rating_min": float(self.rating_min),
+                "rating_max": float(self.rating_max)}
+
+    @classmethod
+    def probe_meta(cls) -> dict[str, Any]:
+        return {**super().probe_meta(), "rating_min": 1.0, "rating_max": 5.0}
+
 
 @dataclass(frozen=True)
 class InteractionDataset(_RecDataset):
     """Implicit feedback: every listed (user, item) pair is a positive."""
+
+    KIND: ClassVar[str] = "interaction"
 
 
 @dataclass(frozen=True)
@@ -139,9 +188,70 @@ class GraphDataset:
     multilabel: bool = False
     meta: dict = field(default_factory=dict)
 
+    KIND: ClassVar[str] = "graph"
+
     @property
     def num_nodes(self) -> int:
         return int(self.x.shape[0])
 
+    @property
+    def num_features(self) -> int:
+        return int(self.x.shape[1])
+
+    def public_meta(self) -> dict[str, Any]:
+        """The public facts a server may hold (module docstring): the node, feature and class
+        counts; no feature, label, edge or split."""
+        return {"kind": self.KIND, "name": self.name, "num_nodes": self.num_nodes,
+                "num_features": self.num_features, "num_classes": int(self.num_classes),
+                "multilabel": bool(self.multilabel)}
+
+    @classmethod
+    def probe_meta(cls) -> dict[str, Any]:
+        return {"kind": cls.KIND, "name": "probe", "num_nodes": 4, "num_features": 3,
+                "num_classes": 2, "multilabel": False}
+
+    @classmethod
+    def from_public_meta(cls, meta: dict[str, Any],
+                         client_ids: Sequence[Any] = ()) -> GraphDataset:
+        """A metadata-only graph (module docstring): no edge, and features, labels and masks
+        of the right shapes that are zero-strided views of one zero (no memory per node).
+        ``client_ids`` is not used: a graph's parties come from the job's configuration."""
+        n, f, c = int(meta["num_nodes"]), int(meta["num_features"]), int(meta["num_classes"])
+        multilabel = bool(meta.get("multilabel", False))
+
+        def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+            return np.broadcast_to(np.zeros((), dtype=dtype), shape)
+
+        return cls(name=meta["name"], x=zeros((n, f), np.float32),
+                   y=zeros((n, c) if multilabel else (n,), np.int64),
+                   edge_index=np.empty((2, 0), dtype=np.int64),
+                   train_mask=zeros((n,), bool), val_mask=zeros((n,), bool),
+                   test_mask=zeros((n,), bool), num_classes=c, multilabel=multilabel,
+                   meta={"metadata_only": True})
+
 
 Dataset = RatingDataset | InteractionDataset | GraphDataset
+_TYPES: dict[str, type] = {t.KIND: t for t in (RatingDataset, InteractionDataset, GraphDataset)}
+
+
+def dataset_type(kind: str) -> type:
+    """The container type of a dataset kind (``rating``, ``interaction``, ``graph``)."""
+    if kind not in _TYPES:
+        raise ValueError(f"unknown dataset kind {kind!r}; use one of {', '.join(_TYPES)}")
+    return _TYPES[kind]
+
+
+def public_meta(ds: Dataset) -> dict[str, Any]:
+    """``ds``'s public metadata (its type's :meth:`public_meta`)."""
+    return ds.public_meta()
+
+
+def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[Any] = ()) -> Dataset:
+    """The metadata-only dataset of ``meta`` (module docstring), of the type ``meta["kind"]``
+    names, with placeholder rows for ``client_ids`` where the type needs them."""
+    return dataset_type(str(meta["kind"])).from_public_meta(meta, client_ids)
+
+
+def is_metadata_only(ds: Dataset) -> bool:
+    """Whether ``ds`` holds public metadata only (:func:`metadata_dataset`)."""
+    return bool(ds.meta.get("metadata_only", False))

@@ -6,13 +6,16 @@
   :class:`~fedrec.experiment.RunResult`;
 * :func:`slice_users` keeps the first ``n`` users of a rating/interaction dataset (real data,
   fewer clients: what the engine tests and the benchmark run on);
-* :func:`public_meta` / :func:`metadata_dataset`: a server process never loads the ratings. It
+* :func:`public_meta` / :func:`metadata_dataset`: a server process never loads the data. It
   builds its :class:`~fedrec.algorithms.base.ServerLogic` with the algorithm's own ``build_job``
-  on a *metadata dataset*: the public facts (catalogue size, rating scale, number of users) and
-  one placeholder row per registered client, so that ``partition_by_user`` yields the client ids
-  and nothing else. The placeholder rows are never sent anywhere; an algorithm whose server
-  logic read rating statistics from the dataset would give different results on the deployment
-  than in the simulator, which the engine tests would show.
+  on a *metadata dataset*, which the dataset's type provides (:mod:`fedrec.data.types`: the
+  public facts, e.g. catalogue size and rating scale, or a graph's node, feature and class
+  counts; for recommendation data one placeholder row per registered client, so that
+  ``partition_by_user`` yields the client ids and nothing else). The placeholders are never sent
+  anywhere; an algorithm whose server logic read statistics from the dataset would give
+  different results on the deployment than in the simulator, which the engine tests would show;
+* :func:`probe_job`: an algorithm's job on a tiny metadata dataset, to learn which service roles
+  it declares (how many SuperNodes a deployment starts).
 """
 
 from __future__ import annotations
@@ -22,16 +25,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
-from fedrec.algorithms.base import build_trainer
+from fedrec.algorithms.base import FederatedJob, build_trainer
 from fedrec.config import RunConfig, to_dict
-from fedrec.data import InteractionDataset, Interactions, RatingDataset, load_dataset
+from fedrec.data import InteractionDataset, RatingDataset, dataset_type, load_dataset
+from fedrec.data import metadata_dataset as data_metadata_dataset
+from fedrec.data import public_meta as data_public_meta
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
 from fedrec.experiment import RunResult, dataset_kind, run_rounds
+from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
 
@@ -71,38 +76,30 @@ def load_sliced(dataset: str, data_dir: str | Path | None, max_users: int | None
 
 
 def public_meta(ds: Dataset) -> dict[str, Any]:
-    """The public facts about a dataset that a server may know (no rating, no statistic)."""
-    kind = dataset_kind(ds)
-    if kind == "graph":
-        raise ConfigError("the Flower engine runs recommendation algorithms (rating/interaction)")
-    meta: dict[str, Any] = {"kind": kind, "name": ds.name, "num_users": int(ds.num_users),
-                            "num_items": int(ds.num_items)}
-    if isinstance(ds, RatingDataset):
-        meta.update(rating_min=float(ds.rating_min), rating_max=float(ds.rating_max))
-    return meta
+    """The public facts about a dataset that a server may know (its type's
+    :meth:`~fedrec.data.types.GraphDataset.public_meta`; no rating, label or statistic)."""
+    return data_public_meta(ds)
 
 
-def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[int]) -> Dataset:
-    """A dataset holding only ``meta`` and one placeholder training row per client (see the
-    module docstring): what a server or a service party builds its logic from."""
-    ids = np.asarray(sorted(client_ids), dtype=np.int64)
-    train = Interactions(ids, np.zeros(len(ids), dtype=np.int64), np.ones(len(ids), np.float32))
-    empty = Interactions(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
-    common = dict(name=meta["name"], num_users=meta["num_users"], num_items=meta["num_items"],
-                  train=train, test=empty, meta={"metadata_only": True})
-    if meta["kind"] == "rating":
-        return RatingDataset(**common, rating_min=meta["rating_min"],
-                             rating_max=meta["rating_max"])
-    return InteractionDataset(**common)
+def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[PartyId] = ()) -> Dataset:
+    """A dataset holding only ``meta`` (:func:`fedrec.data.metadata_dataset`): what a server or
+    a service party builds its logic from."""
+    return data_metadata_dataset(meta, client_ids)
+
+
+def probe_job(spec: AlgorithmSpec, cfg: RunConfig) -> FederatedJob:
+    """``spec``'s job on a tiny metadata-only dataset of its first kind: what parties and roles
+    the algorithm declares, without any data."""
+    if spec.build_job is None:
+        raise ConfigError(f"{spec.name} is not a federated algorithm (nothing to deploy)")
+    probe_type = dataset_type(spec.dataset_kinds[0])
+    tiny = data_metadata_dataset(probe_type.probe_meta(), [0, 1])
+    return spec.build_job(cfg, tiny, torch.device("cpu"))
 
 
 def service_roles(spec: AlgorithmSpec, cfg: RunConfig) -> list[str]:
-    """The extra parties (third party, aggregator, ...) an algorithm's job declares."""
-    if spec.build_job is None:
-        raise ConfigError(f"{spec.name} is not a federated algorithm (nothing to deploy)")
-    tiny = metadata_dataset({"kind": spec.dataset_kinds[0], "name": "probe", "num_users": 2,
-                             "num_items": 4, "rating_min": 1.0, "rating_max": 5.0}, [0, 1])
-    return sorted(spec.build_job(cfg, tiny, torch.device("cpu")).services)
+    """The extra parties' roles (third party, aggregator, ...) an algorithm's job declares."""
+    return probe_job(spec, cfg).service_roles
 
 
 def simulate(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from fedrec.federation.message import Message, role_of
+from fedrec.federation.message import Message
 
 
 @dataclass
@@ -29,7 +29,7 @@ class CommunicationLedger:
     rejected: list[dict] = field(default_factory=list)
 
     def record(self, msg: Message) -> None:
-        key = (msg.round, msg.direction, role_of(msg.sender), role_of(msg.receiver), msg.step)
+        key = (msg.round, msg.direction, msg.sender_role, msg.receiver_role, msg.step)
         row = self.rows[key]
         row.messages += 1
         row.bytes += msg.nbytes
@@ -37,8 +37,8 @@ class CommunicationLedger:
     def record_bulk(self, template: Message, count: int, nbytes_each: int) -> None:
         """Record ``count`` identical-size messages (a broadcast) in O(1)."""
         key = (
-            template.round, template.direction, role_of(template.sender),
-            role_of(template.receiver), template.step,
+            template.round, template.direction, template.sender_role,
+            template.receiver_role, template.step,
         )
         row = self.rows[key]
         row.messages += count

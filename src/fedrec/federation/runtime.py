@@ -38,7 +38,7 @@ from fedrec.core.rng import derive_seed, numpy_rng
 from fedrec.errors import ConfigError
 from fedrec.federation.checkpoint import pack_states, unpack_states
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.federation.message import SERVER, Message, PartyId, role_of
+from fedrec.federation.message import CLIENT, SERVER, Message, PartyId, role_of
 from fedrec.federation.secrets import ClientSecrets, PartySecret
 
 
@@ -102,6 +102,51 @@ class PartyLogic(ABC):
         return [self.handle(step, c, p) for c, p in zip(ctxs, payloads, strict=True)]
 
 
+@dataclass(frozen=True, eq=False)
+class Party:
+    """One party of a job: its id, its role (``"client"``: the role cohorts are sampled from;
+    any other: a service such as FedGNN's ``"third_party"``), the code it runs and its private
+    data. Every party of one role runs the same logic (one SuperNode hosts parties of one
+    role)."""
+
+    id: PartyId
+    role: str
+    logic: PartyLogic
+    data: Any = None
+
+
+def declare_parties(
+    client_data: Mapping[PartyId, Any], client_logic: PartyLogic | None,
+    services: Mapping[str, tuple[PartyLogic, Any]] | None = None,
+) -> list[Party]:
+    """The parties of the classic construction: one client per ``client_data`` entry (in id
+    order) running ``client_logic``, then one party per service role, its id the role name."""
+    clients = []
+    if client_data:
+        if client_logic is None:
+            raise ConfigError("clients were given data but no client logic")
+        clients = [Party(c, CLIENT, client_logic, client_data[c]) for c in sorted(client_data)]
+    return clients + [Party(role, role, logic, data)
+                      for role, (logic, data) in (services or {}).items()]
+
+
+def check_parties(parties: Sequence[Party]) -> None:
+    """Raise ConfigError for two parties with one id, a role with two kinds of logic, or a
+    service party whose id names another role."""
+    seen: set[PartyId] = set()
+    logic_of: dict[str, PartyLogic] = {}
+    for p in parties:
+        if p.id in seen:
+            raise ConfigError(f"two parties have the id {p.id!r}")
+        seen.add(p.id)
+        if p.id == SERVER or p.role == SERVER:
+            raise ConfigError("the server is the orchestrator, not a declared party")
+        if logic_of.setdefault(p.role, p.logic) is not p.logic:
+            raise ConfigError(f"the parties of role {p.role!r} run different logic")
+        if p.role != CLIENT and role_of(p.id) != p.role:
+            raise ConfigError(f"service party {p.id!r} must be named after its role {p.role!r}")
+
+
 Observer = Callable[[Message], None]
 
 
@@ -117,8 +162,9 @@ class Runtime(ABC):
 
     @property
     @abstractmethod
-    def client_ids(self) -> list[int]:
-        """All clients that exist (their ids only; their data is out of reach)."""
+    def client_ids(self) -> list[PartyId]:
+        """All clients that exist (their ids only; their data is out of reach), in the order
+        the job declared them (by user id for one client per user)."""
 
     @abstractmethod
     def call(
@@ -134,21 +180,24 @@ class Runtime(ABC):
         return self.call(step, dict.fromkeys(targets, payload), sender=sender)
 
     @abstractmethod
-    def sample_clients(self, count: int) -> list[int]:
+    def sample_clients(self, count: int) -> list[PartyId]:
         """This round's participants: ``count`` clients drawn without replacement."""
 
 
-def sample_cohort(client_ids: Sequence[int], count: int, seed: int, rnd: int) -> list[int]:
-    """Round ``rnd``'s cohort: ``count`` of ``client_ids`` (sorted) drawn without replacement
-    from the run ``seed``; all of them when ``count`` is at least their number. Every runtime
-    draws with this function, so that the same seed gives the same cohort on every engine."""
+def sample_cohort(client_ids: Sequence[PartyId], count: int, seed: int,
+                  rnd: int) -> list[PartyId]:
+    """Round ``rnd``'s cohort: ``count`` of ``client_ids`` drawn without replacement from the run
+    ``seed``, in the order of ``client_ids``; all of them when ``count`` is at least their
+    number. Every runtime draws with this function, so that the same seed gives the same cohort
+    on every engine. (For sorted integer ids the order of ``client_ids`` is the sorted order:
+    the cohorts are those of the earlier ``sorted(ids[draw])``.)"""
     n = len(client_ids)
     if count <= 0:
         raise ConfigError(f"clients per round must be positive, got {count}")
     if count >= n:
         return list(client_ids)
     rng = numpy_rng(seed, rnd, "sample")
-    return sorted(np.asarray(client_ids)[rng.choice(n, count, replace=False)].tolist())
+    return [client_ids[i] for i in sorted(rng.choice(n, count, replace=False).tolist())]
 
 
 def cohort_chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np.ndarray]:
@@ -183,8 +232,9 @@ class InProcessRuntime(Runtime):
     def __init__(
         self,
         *,
-        client_data: Mapping[int, Any],
-        client_logic: PartyLogic,
+        parties: Sequence[Party] | None = None,
+        client_data: Mapping[PartyId, Any] | None = None,
+        client_logic: PartyLogic | None = None,
         services: Mapping[str, tuple[PartyLogic, Any]] | None = None,
         seed: int = 0,
         dropout: float = 0.0,
@@ -196,10 +246,17 @@ class InProcessRuntime(Runtime):
             raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
         if dropout_after_calls < 0:
             raise ConfigError(f"dropout_after_calls must be >= 0, got {dropout_after_calls}")
-        self._client_data = dict(client_data)
-        self._client_ids = sorted(self._client_data)
-        self.client_logic = client_logic
-        self.services = dict(services or {})
+        if parties is None:
+            parties = declare_parties(client_data or {}, client_logic, services)
+        elif client_data or client_logic is not None or services:
+            raise ConfigError("give the runtime its parties, or clients and services, not both")
+        check_parties(parties)
+        self._parties = {p.id: p for p in parties}
+        self._client_ids = [p.id for p in parties if p.role == CLIENT]
+        self._client_data = {p.id: p.data for p in parties if p.role == CLIENT}
+        #: One party per service role, for ids that name the role without being declared
+        #: (``"aggregator/2"`` reaches the ``"aggregator"`` party's logic and data).
+        self._service_of_role = {p.role: p for p in parties if p.role != CLIENT}
         self.seed = seed
         self.dropout = dropout
         self.dropout_after_calls = dropout_after_calls
@@ -211,14 +268,27 @@ class InProcessRuntime(Runtime):
         self.observers: list[Observer] = []
         self.states: dict[PartyId, dict[str, Any]] = {}
         self._inbox: dict[PartyId, list[Message]] = defaultdict(list)
-        self._drop_after: dict[int, int] = {}
-        self._calls_answered: dict[int, int] = defaultdict(int)
+        self._drop_after: dict[PartyId, int] = {}
+        self._calls_answered: dict[PartyId, int] = defaultdict(int)
         self.round = 0
 
-    # -- round bookkeeping -------------------------------------------------------------------
+    # -- parties -----------------------------------------------------------------------------
     @property
-    def client_ids(self) -> list[int]:
+    def client_ids(self) -> list[PartyId]:
         return self._client_ids
+
+    def _party(self, party: PartyId) -> Party:
+        found = self._parties.get(party)
+        if found is None and not isinstance(party, int):
+            found = self._service_of_role.get(role_of(party))
+        if found is None:
+            raise ConfigError(f"unknown client {party}" if isinstance(party, int)
+                              else f"unknown party {party!r}")
+        return found
+
+    def role(self, party: PartyId) -> str:
+        """The role of ``party`` (the server's, a declared party's, an undeclared id's)."""
+        return SERVER if party == SERVER else self._party(party).role
 
     def begin_round(self, rnd: int) -> None:
         """Draw this round's dropouts: each client drops with probability ``dropout``; a dropped
@@ -229,15 +299,15 @@ class InProcessRuntime(Runtime):
         self._drop_after = {}
         if self.dropout > 0:
             rng = numpy_rng(self.seed, rnd, "dropout")
-            ids = np.asarray(self._client_ids)
-            dropped = ids[rng.random(len(ids)) < self.dropout]
-            self._drop_after = dict.fromkeys(dropped.tolist(), self.dropout_after_calls)
+            drops = rng.random(len(self._client_ids)) < self.dropout
+            dropped = [c for c, d in zip(self._client_ids, drops.tolist(), strict=True) if d]
+            self._drop_after = dict.fromkeys(dropped, self.dropout_after_calls)
 
-    def drop(self, client: int, after_calls: int = 0) -> None:
+    def drop(self, client: PartyId, after_calls: int = 0) -> None:
         """Make ``client`` go silent this round after answering ``after_calls`` more calls."""
         self._drop_after[client] = self._calls_answered[client] + after_calls
 
-    def sample_clients(self, count: int) -> list[int]:
+    def sample_clients(self, count: int) -> list[PartyId]:
         return sample_cohort(self._client_ids, count, self.seed, self.round)
 
     # -- messaging ---------------------------------------------------------------------------
@@ -252,14 +322,10 @@ class InProcessRuntime(Runtime):
         return True
 
     def _context(self, party: PartyId, step: str) -> PartyContext:
-        role = role_of(party)
-        if isinstance(party, int):
-            data = self._client_data[party]
-            logic = self.client_logic
-        else:
-            logic, data = self.services[role]
+        declared = self._party(party)
+        role, logic, data = declared.role, declared.logic, declared.data
         # Clients derive from the root; a service from its own root (what its node is given).
-        root = self.__secrets if role == "client" else self.__secrets.for_service(role)
+        root = self.__secrets if role == CLIENT else self.__secrets.for_service(role)
         secret = self.__party_secrets.get(party)
         if secret is None:
             secret = self.__party_secrets[party] = root.party(party)
@@ -272,7 +338,7 @@ class InProcessRuntime(Runtime):
         )
 
     def _responsive(self, party: PartyId) -> bool:
-        if not isinstance(party, int) or party not in self._drop_after:
+        if party not in self._drop_after:  # only clients drop out
             return True
         return self._calls_answered[party] < self._drop_after[party]
 
@@ -283,25 +349,23 @@ class InProcessRuntime(Runtime):
         groups: dict[str, list[tuple[PartyId, Payload]]] = defaultdict(list)
         # Broadcasts share one payload object: size and check it once, not once per target.
         cache: dict[int, tuple[int, bool]] = {}
+        sender_role = self.role(sender)
         for party, payload in requests.items():
-            if isinstance(party, int) and party not in self._client_data:
-                raise ConfigError(f"unknown client {party}")
-            if not isinstance(party, int) and role_of(party) not in self.services:
-                raise ConfigError(f"unknown party {party!r}")
+            role = self._party(party).role
             if id(payload) not in cache:
                 cache[id(payload)] = (payload_size(payload), all_finite(payload))
             nbytes, finite = cache[id(payload)]
-            msg = Message(sender, party, step, self.round, payload, nbytes)
+            msg = Message(sender, party, step, self.round, payload, nbytes, sender_role, role)
             if not self._deliver(msg, finite):
                 continue
             if self._responsive(party):
-                groups[role_of(party)].append((party, payload))
+                groups[role].append((party, payload))
         for role, items in groups.items():
-            logic = self.client_logic if role == "client" else self.services[role][0]
+            logic = self._party(items[0][0]).logic
             ctxs = [self._context(p, step) for p, _ in items]
             outs = logic.handle_cohort(step, ctxs, [pl for _, pl in items])
             for (party, _), out in zip(items, outs, strict=True):
-                if isinstance(party, int):
+                if role == CLIENT:
                     self._calls_answered[party] += 1
                 self._route(step, party, sender, out, replies)
         return replies
@@ -313,7 +377,8 @@ class InProcessRuntime(Runtime):
             return
         targets = out.to if isinstance(out, Routed) else {caller: out}
         for receiver, payload in targets.items():
-            msg = Message(party, receiver, step, self.round, payload)
+            msg = Message(party, receiver, step, self.round, payload,
+                          sender_role=self.role(party), receiver_role=self.role(receiver))
             if not self._deliver(msg):
                 continue
             if receiver == caller:

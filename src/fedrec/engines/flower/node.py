@@ -3,8 +3,10 @@
 A SuperNode is started with ``--node-config``:
 
 * ``role="client"`` (default), ``partition-id=i``, ``num-partitions=n``, ``data-dir="..."``: it
-  loads the dataset from *its own* data directory, and hosts the ``i``-th of ``n`` contiguous
-  shares of the clients (one client per user, as :func:`~fedrec.data.partition_by_user`);
+  loads the dataset from *its own* data directory, builds the algorithm's job on it and hosts
+  the ``i``-th of ``n`` contiguous shares of the clients the job declares, in the job's order
+  (one client per user for a recommendation algorithm, one per host of a graph for
+  ``fedavg-gcn``: :attr:`~fedrec.algorithms.base.FederatedJob.parties`);
 * ``role="third_party"`` (or any other service role of the algorithm): it hosts that party,
   holds no data, and builds the service's logic from the public metadata the server relays;
 * ``client-secret="HEX"`` (optional, any role): the root of its parties' private randomness
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +43,7 @@ from fedrec.engines.common import (
 from fedrec.engines.flower.deploy import SECRET_KEY, decode_config
 from fedrec.engines.flower.envelope import HELLO, STYPE, from_content, to_content
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.federation.message import Message, PartyId, role_of
+from fedrec.federation.message import CLIENT, Message, PartyId
 from fedrec.federation.runtime import PartyContext, Routed, seed_everything
 from fedrec.federation.secrets import ClientSecrets
 
@@ -48,12 +51,14 @@ STATE_KEY = "fedrec"
 STATES_KEY = "fedrec_states"
 
 
-def node_share(client_ids: list[int], partition_id: int, num_partitions: int) -> list[int]:
-    """The ``partition_id``-th of ``num_partitions`` contiguous shares of the sorted ids."""
+def node_share(client_ids: Sequence[PartyId], partition_id: int,
+               num_partitions: int) -> list[PartyId]:
+    """The ``partition_id``-th of ``num_partitions`` contiguous shares of the ids, in their
+    order (a job declares one client per user in user-id order)."""
     if not 0 <= partition_id < num_partitions:
         raise ConfigError(f"partition-id {partition_id} is not in [0, {num_partitions})")
-    return [int(c) for c in np.array_split(np.asarray(sorted(client_ids)), num_partitions)[
-        partition_id]]
+    positions = np.array_split(np.arange(len(client_ids)), num_partitions)[partition_id]
+    return [client_ids[i] for i in positions.tolist()]
 
 
 class NodeHost:
@@ -100,13 +105,17 @@ class NodeHost:
         max_users = int(self.rc.get("max-users", 0)) or None
         return load_sliced(str(self.rc["dataset"]), str(self.nc["data-dir"]), max_users)
 
+    def _build_job(self, ds: Any) -> Any:
+        seed_everything(self.cfg.seed)
+        return self.spec.build_job(self.cfg, ds, torch.device("cpu"))
+
     def _hello(self) -> dict[str, Any]:
         meta = None
-        if self.role == "client":
+        if self.role == CLIENT:
             ds = self._dataset()
             meta = public_meta(ds)
             parties: list[PartyId] = node_share(
-                ds.user_ids().tolist(), int(self.nc.get("partition-id", 0)),
+                self._build_job(ds).client_ids, int(self.nc.get("partition-id", 0)),
                 int(self.nc.get("num-partitions", 1)))
         else:
             parties = [self.role]
@@ -117,21 +126,20 @@ class NodeHost:
         secret = ClientSecrets.from_hex(str(self.nc.get(SECRET_KEY, "")))
         self._save_info({"parties": parties, "secret": secret.root_bytes().hex(),
                          "private": {p: k.private_bytes().hex() for p, k in keys.items()}})
-        return {"parties": parties, "meta": meta,
+        return {"parties": parties, "role": self.role, "meta": meta,
                 "keys": [[p, keys[str(p)].public_bytes.hex()] for p in parties]}
 
-    def _job(self, directory: dict[str, Any]):
-        seed_everything(self.cfg.seed)
-        dev = torch.device("cpu")
-        if self.role == "client":
-            job = self.spec.build_job(self.cfg, self._dataset(), dev)
-            return job.client_logic, job.client_data
-        stub = metadata_dataset(directory["meta"], directory["clients"])
-        job = self.spec.build_job(self.cfg, stub, dev)
-        if self.role not in job.services:
-            raise ConfigError(f"{self.spec.name} has no service {self.role!r}")
-        logic, data = job.services[self.role]
-        return logic, {self.role: data}
+    def _job(self, directory: dict[str, Any]) -> tuple[Any, dict[PartyId, Any]]:
+        """The logic of this node's role and the private data of the job's parties of that role
+        (a service's job is built from the public metadata the server relays)."""
+        if self.role == CLIENT:
+            job = self._build_job(self._dataset())
+        else:
+            job = self._build_job(metadata_dataset(directory["meta"], directory["clients"]))
+        parties = job.parties_of(self.role)
+        if not parties:
+            raise ConfigError(f"{self.spec.name} has no party of role {self.role!r}")
+        return parties[0].logic, {p.id: p.data for p in parties}
 
     # -- one step ----------------------------------------------------------------------------
     def handle(self, header: dict[str, Any], blobs: dict[str, bytes]
@@ -144,6 +152,7 @@ class NodeHost:
             self._save_info(info)
         directory = info["directory"]
         public = {p: bytes.fromhex(h) for p, h in directory["keys"]}
+        role_of_party = {p: r for p, r in directory["roles"]}
         private = {p: wire.PartyKeys.from_private_bytes(bytes.fromhex(h))
                    for p, h in info["private"].items()}
         step, rnd, caller = header["step"], int(header["round"]), header["caller"]
@@ -163,7 +172,8 @@ class NodeHost:
                 rejected.append([sender, "non-finite values (rejected by the receiver)"])
                 continue
             inbox.setdefault(receiver, []).append(
-                Message(sender, receiver, m_step, m_round, payload))
+                Message(sender, receiver, m_step, m_round, payload,
+                        sender_role=role_of_party.get(sender, ""), receiver_role=self.role))
 
         decoded = {k: wire.unpack(blobs[k], s) for k, s in header["schemas"].items()}
         parties = [p for p, _ in header["targets"]]
@@ -172,15 +182,15 @@ class NodeHost:
         secrets = ClientSecrets(bytes.fromhex(info["secret"]))
         ctxs = []
         for party in parties:
+            if party not in data:
+                raise ProtocolError(f"the job declares no {self.role} {party!r}")
             secret = secrets.party(party)
             if party not in states:
                 states[party] = logic.init_state(party, data[party], secret)
             ctxs.append(PartyContext(
                 party=party, data=data[party], state=states[party], round=rnd, step=step,
-                secret=secret, role_secret=secrets.role(role_of(party)),
+                secret=secret, role_secret=secrets.role(self.role),
                 inbox=inbox.pop(party, []), device=torch.device("cpu")))
-        if len({role_of(p) for p in parties}) > 1:
-            raise ProtocolError("one SuperNode hosts parties of one role")
         outs = logic.handle_cohort(step, ctxs, [decoded[k] for _, k in header["targets"]]) \
             if ctxs else []
         self._save_states(states)

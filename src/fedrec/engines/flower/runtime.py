@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from fedrec.engines import wire
 from fedrec.engines.flower.envelope import HELLO, MESSAGE_TYPE, from_content, to_content, wire_size
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.federation.message import SERVER, Message, PartyId, role_of
+from fedrec.federation.message import CLIENT, SERVER, Message, PartyId, role_of
 from fedrec.federation.runtime import Observer, Runtime, sample_cohort
 from fedrec.federation.secrets import ROOT_BYTES, PartySecret
 
@@ -93,10 +93,12 @@ class FlowerRuntime(Runtime):
         self.server_secret = PartySecret(os.urandom(ROOT_BYTES))
         self.round = 0
         self.node_of: dict[PartyId, int] = {}
+        #: Each hosted party's role, as its SuperNode reports it.
+        self.role_of_party: dict[PartyId, str] = {}
         self.meta: dict[str, Any] | None = None
         self.dead: set[int] = set()
         self.errors: list[str] = []
-        self._client_ids: list[int] = []
+        self._client_ids: list[PartyId] = []
         self._directory: dict[str, Any] = {}
         self._told_directory: set[int] = set()
         self._mail: dict[PartyId, list[Mail]] = defaultdict(list)
@@ -126,26 +128,42 @@ class FlowerRuntime(Runtime):
                 if party in self.node_of:
                     raise ProtocolError(f"party {party!r} is hosted by two SuperNodes")
                 self.node_of[party] = node
+                self.role_of_party[party] = str(header["role"])
             keys += header["keys"]
             if header.get("meta") is not None:
                 metas.append(header["meta"])
         if not metas or any(m != metas[0] for m in metas):
             raise ProtocolError("the SuperNodes disagree on the dataset (or none holds data)")
         self.meta = metas[0]
-        self._client_ids = sorted(p for p in self.node_of if isinstance(p, int))
-        self._directory = {"meta": self.meta, "clients": self._client_ids, "keys": keys}
+        # Sorted until the job gives its own order (adopt_clients); ints before names.
+        self._client_ids = sorted((p for p, r in self.role_of_party.items() if r == CLIENT),
+                                  key=lambda p: (isinstance(p, str), p))
+        self._directory = {"meta": self.meta, "clients": self._client_ids, "keys": keys,
+                           "roles": [[p, r] for p, r in self.role_of_party.items()]}
         self.log(f"connected: {len(nodes)} SuperNodes, {len(self._client_ids)} clients, "
-                 f"services {sorted(p for p in self.node_of if isinstance(p, str))}")
+                 f"services {sorted(str(p) for p, r in self.role_of_party.items() if r != CLIENT)}")
+
+    def adopt_clients(self, client_ids: Sequence[PartyId]) -> None:
+        """Take the clients in the order the job (built from the public metadata) declares them,
+        which is the simulator's order (cohorts are drawn from it); the SuperNodes must host
+        exactly these clients."""
+        if len(set(client_ids)) != len(client_ids) or set(client_ids) != set(self._client_ids):
+            raise ProtocolError("the SuperNodes host other clients than the job declares")
+        self._client_ids = list(client_ids)
+        self._directory["clients"] = self._client_ids
+
+    def _role(self, party: PartyId) -> str:
+        return SERVER if party == SERVER else self.role_of_party.get(party, role_of(party))
 
     # -- Runtime interface -------------------------------------------------------------------
     @property
-    def client_ids(self) -> list[int]:
+    def client_ids(self) -> list[PartyId]:
         return self._client_ids
 
     def begin_round(self, rnd: int) -> None:
         self.round = rnd
 
-    def sample_clients(self, count: int) -> list[int]:
+    def sample_clients(self, count: int) -> list[PartyId]:
         # The simulator's draw: same seed, same cohort.
         return sample_cohort(self._client_ids, count, self.seed, self.round)
 
@@ -164,13 +182,16 @@ class FlowerRuntime(Runtime):
         per_node: dict[int, list[tuple[PartyId, Payload]]] = defaultdict(list)
         sent_order: list[PartyId] = []
         cache: dict[int, tuple[int, bool]] = {}
+        sender_role = self._role(sender)
         for party, payload in requests.items():
             if party not in self.node_of:
                 raise ConfigError(f"unknown party {party!r}")
             if id(payload) not in cache:
                 cache[id(payload)] = (payload_size(payload), all_finite(payload))
             nbytes, finite = cache[id(payload)]
-            if not self._deliver(Message(sender, party, step, self.round, payload, nbytes), finite):
+            msg = Message(sender, party, step, self.round, payload, nbytes, sender_role,
+                          self._role(party))
+            if not self._deliver(msg, finite):
                 continue
             node = self.node_of[party]
             if node in self.dead:
@@ -195,7 +216,7 @@ class FlowerRuntime(Runtime):
                 self.ledger.reject(Message(party, party, step, self.round, {}, 0), reason)
         roles: dict[str, list[PartyId]] = defaultdict(list)
         for party in sent_order:
-            roles[role_of(party)].append(party)
+            roles[self._role(party)].append(party)
         replies: dict[PartyId, Payload] = {}
         for parties in roles.values():
             for party in parties:
@@ -203,13 +224,15 @@ class FlowerRuntime(Runtime):
                     continue
                 payload, routed = out[party]
                 if payload is not None:
-                    msg = Message(party, sender, step, self.round, payload)
+                    msg = Message(party, sender, step, self.round, payload,
+                                  sender_role=self._role(party), receiver_role=sender_role)
                     if self._deliver(msg, all_finite(payload)):
                         replies[party] = payload
                 for receiver, nbytes, ct in routed:
                     # Metered at its plaintext codec size (what the simulator meters); the relay
                     # cannot check finiteness: the receiver does, and reports rejections.
-                    self.ledger.record(Message(party, receiver, step, self.round, {}, nbytes))
+                    self.ledger.record(Message(party, receiver, step, self.round, {}, nbytes,
+                                               self._role(party), self._role(receiver)))
                     self._mail[receiver].append(Mail(party, receiver, step, self.round, ct))
         return replies
 

@@ -6,11 +6,14 @@ Run configuration (``[tool.flwr.app.config]``, written by ``fedrec deploy``): ``
 ``results.json`` or ``error.txt`` are written), ``connect-timeout``, ``call-timeout``,
 ``straggler-timeout``, ``experimenter-oracle-dir`` (empty: none; see below).
 
-The server never loads ratings for its protocol: its :class:`~fedrec.algorithms.base.ServerLogic`
+The server never loads data for its protocol: its :class:`~fedrec.algorithms.base.ServerLogic`
 comes from the algorithm's ``build_job`` on the public metadata the SuperNodes report
-(:func:`~fedrec.engines.common.metadata_dataset`: the number of users and items, the rating
-scale; everything else the server logic needs, e.g. PTF-FedRec's split seed and test fraction,
-is in the shared configuration); client logic and data built alongside are dropped at once.
+(:func:`~fedrec.data.metadata_dataset`, provided by the dataset's type: the number of users and
+items and the rating scale, or a graph's node, feature and class counts; everything else the
+server logic needs, e.g. PTF-FedRec's split seed and test fraction or fedavg-gcn's number of
+hosts, is in the shared configuration); client logic and data built alongside are dropped at
+once. The clients the job declares must be those the SuperNodes host; the runtime takes the
+job's order of them (the simulator's), from which it samples cohorts.
 
 **The experimenter's oracle.** Some algorithms evaluate a model that never leaves the server
 (PTF-FedRec ranks its hidden graph model against the held-out interactions) or score an attack
@@ -116,6 +119,7 @@ def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
     assert rt.meta is not None and spec.build_job is not None
     seed_everything(cfg.seed)
     job = spec.build_job(cfg, metadata_dataset(rt.meta, rt.client_ids), torch.device("cpu"))
+    rt.adopt_clients(job.client_ids)  # the parties the job declares, in its order
     trainer = FlowerTrainer(job.server, rt)
     del job  # only the server logic lives here
     oracle_dir = str(rc.get("experimenter-oracle-dir", ""))

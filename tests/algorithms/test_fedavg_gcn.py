@@ -1,0 +1,68 @@
+"""fedavg-gcn on real Cora: it learns, its hosts are the job's parties, a metadata-only graph
+gives the server the same start, and bad input is a one-line error."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms import resolve_config
+from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
+from fedrec.algorithms.fedavg_gcn import build_fedavg_gcn_job
+from fedrec.data import metadata_dataset, public_meta
+from fedrec.errors import ConfigError
+from fedrec.federation.secrets import ClientSecrets
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+FAST = {"rounds": 4, "local_epochs": 10, "lr": 0.05, "num_hosts": 3}
+
+
+def test_learns_above_the_majority_class_on_cora(cora) -> None:
+    cfg = resolve_config("fedavg-gcn", "cora", overrides=FAST)
+    trainer = FederatedTrainer(build_fedavg_gcn_job(cfg, cora, torch.device("cpu")), cfg,
+                               torch.device("cpu"), ClientSecrets(bytes(range(32))))
+    for rnd in range(1, cfg.rounds + 1):
+        stats = trainer.train_round(rnd)
+        assert stats["hosts"] == 3
+    metrics = evaluate_splits(trainer)
+    labels = cora.y[cora.test_mask]
+    majority = np.bincount(labels).max() / len(labels)
+    assert metrics["eval_clients"] == 3
+    assert metrics["accuracy"] > majority + 0.2, (metrics, majority)
+    assert metrics["val_accuracy"] > majority + 0.2
+    # The hosts are the job's clients, named as hosts, and the messages are "up"/"down".
+    assert trainer.runtime.client_ids == ["host-0", "host-1", "host-2"]
+    totals = trainer.ledger.totals()
+    assert totals["messages_up"] == totals["messages_down"] > 0
+
+
+def test_a_metadata_only_graph_gives_the_server_the_same_start(cora) -> None:
+    cfg = resolve_config("fedavg-gcn", "cora", overrides=FAST)
+    real = build_fedavg_gcn_job(cfg, cora, torch.device("cpu"))
+    meta = public_meta(cora)
+    assert meta == {"kind": "graph", "name": "cora", "num_nodes": 2708, "num_features": 1433,
+                    "num_classes": 7, "multilabel": False}
+    stub = metadata_dataset(meta)
+    assert stub.x.strides == (0, 0) and stub.edge_index.shape == (2, 0)  # nothing of the data
+    from_meta = build_fedavg_gcn_job(cfg, stub, torch.device("cpu"))
+    assert from_meta.client_ids == real.client_ids
+    assert all(p.data is None for p in from_meta.parties)
+    for k, v in real.server.params.items():
+        assert torch.equal(v, from_meta.server.params[k])
+
+
+def test_bad_input_is_a_config_error(cora, ml100k) -> None:
+    with pytest.raises(ConfigError, match="public_fraction must be < 1"):
+        resolve_config("fedavg-gcn", "cora", overrides={"public_fraction": 1.0})
+    with pytest.raises(ConfigError, match="num_hosts"):
+        resolve_config("fedavg-gcn", "cora", overrides={"num_hosts": 0})
+    cfg = resolve_config("fedavg-gcn", "cora")
+    with pytest.raises(ConfigError, match="needs a graph"):
+        build_fedavg_gcn_job(cfg, ml100k, torch.device("cpu"))
+    multi = dataclasses.replace(cora, y=np.eye(7, dtype=np.int64)[cora.y], multilabel=True)
+    with pytest.raises(ConfigError, match="multi-label"):
+        build_fedavg_gcn_job(cfg, multi, torch.device("cpu"))
