@@ -26,11 +26,21 @@ from fedrec.errors import ConfigError
 @dataclass(frozen=True, eq=False)
 class CsrGraph:
     """An undirected simple graph: ``indptr`` ``(n+1,)``, ``indices`` ``(nnz,)`` (sorted within a
-    row), ``degree`` ``(n,)``; ``nnz = 2 * num_edges``."""
+    row), ``degree`` ``(n,)``; ``nnz = 2 * num_edges``.
+
+    For induced subgraphs it also keeps a *degree orientation*: every undirected edge once, in the
+    row of its endpoint of lower ``(degree, id)``; ``oriented_indptr`` ``(n+1,)`` delimits those
+    rows and ``oriented_pos`` / ``oriented_mirror`` ``(num_edges,)`` are the CSR positions of the
+    edge in either direction. A hub's oriented row is short, so gathering the rows of a sampled
+    set costs far less than the sum of its degrees on long-tailed graphs."""
 
     indptr: torch.Tensor
     indices: torch.Tensor
     degree: torch.Tensor
+    entry_rows: torch.Tensor
+    oriented_indptr: torch.Tensor
+    oriented_pos: torch.Tensor
+    oriented_mirror: torch.Tensor
 
     @property
     def num_nodes(self) -> int:
@@ -47,8 +57,7 @@ class CsrGraph:
 
     def rows(self) -> torch.Tensor:
         """The row (source node) of every CSR position."""
-        return torch.repeat_interleave(
-            torch.arange(self.num_nodes, device=self.device), self.degree)
+        return self.entry_rows
 
     @classmethod
     def from_edge_index(cls, edge_index: np.ndarray | torch.Tensor, num_nodes: int) -> CsrGraph:
@@ -70,7 +79,15 @@ class CsrGraph:
         degree = torch.bincount(rows, minlength=num_nodes)
         indptr = torch.zeros(num_nodes + 1, dtype=torch.int64)
         indptr[1:] = torch.cumsum(degree, 0)
-        return cls(indptr=indptr, indices=cols, degree=degree)
+        # lower (degree, id) first: the edge lives in that endpoint's oriented row
+        rank_row = degree[rows] * num_nodes + rows
+        rank_col = degree[cols] * num_nodes + cols
+        low = torch.nonzero(rank_row < rank_col).squeeze(1)  # increasing, so rows stay grouped
+        mirror = torch.searchsorted(key, cols[low] * num_nodes + rows[low])
+        oriented_indptr = torch.zeros(num_nodes + 1, dtype=torch.int64)
+        oriented_indptr[1:] = torch.cumsum(torch.bincount(rows[low], minlength=num_nodes), 0)
+        return cls(indptr=indptr, indices=cols, degree=degree, entry_rows=rows,
+                   oriented_indptr=oriented_indptr, oriented_pos=low, oriented_mirror=mirror)
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,39 +122,45 @@ class Subgraph:
 def induced_subgraph(graph: CsrGraph, nodes: torch.Tensor) -> Subgraph:
     """The subgraph of ``graph`` induced by ``nodes`` (any order, duplicates allowed).
 
-    Vectorised: the rows of the sampled nodes are gathered in one ``repeat_interleave`` and the
-    entries whose neighbour is outside the set are dropped; the cost is the sum of the sampled
-    nodes' degrees."""
+    Vectorised: the *oriented* rows of the sampled nodes (:class:`CsrGraph`) are gathered in one
+    ``repeat_interleave``, the edges whose other end is outside the set dropped, and both
+    directions of the kept ones sorted by CSR position (which is the (row, column) order); the
+    cost is the sum of the sampled nodes' oriented degrees, not of their degrees."""
     nodes = torch.unique(nodes)  # sorted, so local ids keep the global order
     n, dev = graph.num_nodes, graph.device
     local = torch.full((n,), -1, dtype=torch.int64, device=dev)
     local[nodes] = torch.arange(nodes.numel(), device=dev)
-    counts = graph.degree[nodes]
-    starts = graph.indptr[nodes]
-    total = int(counts.sum())
-    # position of every entry of the gathered rows: its row's start plus its offset in the row
-    row_of = torch.repeat_interleave(torch.arange(nodes.numel(), device=dev), counts,
-                                     output_size=total)
-    first = torch.cumsum(counts, 0) - counts
-    pos = starts[row_of] + torch.arange(total, device=dev) - first[row_of]
-    nbr_local = local[graph.indices[pos]]
-    keep = nbr_local >= 0
-    sub_rows = row_of[keep]
+    starts = graph.oriented_indptr[nodes]
+    counts = graph.oriented_indptr[nodes + 1] - starts
+    ends = torch.cumsum(counts, 0)
+    total = int(ends[-1]) if nodes.numel() else 0
+    # oriented slot of every gathered entry: gathered index + (row start - offset of the row)
+    slot = torch.repeat_interleave(starts - (ends - counts), counts, output_size=total)
+    slot += torch.arange(total, device=dev)
+    pos = graph.oriented_pos[slot]
+    kept = torch.nonzero(local[graph.indices[pos]] >= 0).squeeze(1)
+    edge_ids = torch.sort(torch.cat([pos[kept], graph.oriented_mirror[slot[kept]]])).values
+    sub_rows = local[graph.entry_rows[edge_ids]]
     indptr = torch.zeros(nodes.numel() + 1, dtype=torch.int64, device=dev)
     indptr[1:] = torch.cumsum(torch.bincount(sub_rows, minlength=nodes.numel()), 0)
-    return Subgraph(nodes=nodes, indptr=indptr, indices=nbr_local[keep], edge_ids=pos[keep])
+    return Subgraph(nodes=nodes, indptr=indptr, indices=local[graph.indices[edge_ids]],
+                    edge_ids=edge_ids)
 
 
-def categorical(weights: torch.Tensor, count: int, gen: torch.Generator) -> torch.Tensor:
-    """``count`` i.i.d. draws of indices with probability ``weights / weights.sum()``.
+def cumulative(weights: torch.Tensor) -> torch.Tensor:
+    """The float64 cumulative weights :func:`categorical` draws from (computed once per
+    sampler)."""
+    return torch.cumsum(weights.to(torch.float64), 0)
 
-    Inverse CDF in float64 (``searchsorted`` on the cumulative weights): no limit on the number
-    of categories (``torch.multinomial`` stops at 2^24) and zero-weight categories are never
-    drawn."""
-    cdf = torch.cumsum(weights.to(torch.float64), 0)
-    u = torch.rand(count, generator=gen, dtype=torch.float64, device=weights.device) * cdf[-1]
-    idx = torch.searchsorted(cdf, u, right=True)
-    return idx.clamp_(max=weights.numel() - 1)
+
+def categorical(cdf: torch.Tensor, count: int, gen: torch.Generator) -> torch.Tensor:
+    """``count`` i.i.d. draws of index ``i`` with probability ``w_i / sum(w)``, from
+    ``cdf = cumulative(w)``.
+
+    Inverse CDF (``searchsorted``): no limit on the number of categories (``torch.multinomial``
+    stops at 2^24) and zero-weight categories are never drawn."""
+    u = torch.rand(count, generator=gen, dtype=torch.float64, device=cdf.device) * cdf[-1]
+    return torch.searchsorted(cdf, u, right=True).clamp_(max=cdf.numel() - 1)
 
 
 def check_count(name: str, value: int, low: int, high: int | None, what: str) -> int:

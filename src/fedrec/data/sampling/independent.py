@@ -37,6 +37,7 @@ from fedrec.data.sampling.graph import (
     Subgraph,
     categorical,
     check_count,
+    cumulative,
     induced_subgraph,
     require_edges,
 )
@@ -65,9 +66,10 @@ class NodeSampler:
         weight.index_add_(0, graph.rows(), inv_sq[graph.indices])
         self.node_weight = weight
         self.node_prob = weight / weight.sum()
+        self._cdf = cumulative(weight)
 
     def sample(self, gen: torch.Generator) -> Subgraph:
-        return induced_subgraph(self.graph, categorical(self.node_weight, self.budget, gen))
+        return induced_subgraph(self.graph, categorical(self._cdf, self.budget, gen))
 
     def inclusion_probabilities(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(P(v in S) per node, P(both ends in S) per CSR position)``, exact."""
@@ -92,9 +94,10 @@ class EdgeSampler:
         weight = inv[self.edge_src] + inv[self.edge_dst]
         self.edge_weight = weight
         self.edge_prob = weight / weight.sum()
+        self._cdf = cumulative(weight)
 
     def sample(self, gen: torch.Generator) -> Subgraph:
-        picked = categorical(self.edge_weight, self.budget, gen)
+        picked = categorical(self._cdf, self.budget, gen)
         return induced_subgraph(
             self.graph, torch.cat([self.edge_src[picked], self.edge_dst[picked]]))
 
