@@ -55,6 +55,12 @@ class CsrGraph:
     def device(self) -> torch.device:
         return self.indices.device
 
+    def to(self, device: str | torch.device) -> CsrGraph:
+        """The same graph on ``device`` (draw from it with a generator on that device)."""
+        return CsrGraph(*(getattr(self, f).to(device) for f in (
+            "indptr", "indices", "degree", "entry_rows", "oriented_indptr", "oriented_pos",
+            "oriented_mirror")))
+
     def rows(self) -> torch.Tensor:
         """The row (source node) of every CSR position."""
         return self.entry_rows
