@@ -31,17 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedrec.data.partition import _own as _frozen  # a read-only copy owning its memory
 from fedrec.data.types import GraphDataset
 from fedrec.errors import ConfigError
 
 SPLITS = ("train", "val", "test")
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    """A read-only copy that owns its memory."""
-    out = np.array(a, copy=True)
-    out.flags.writeable = False
-    return out
 
 
 def assign_private_nodes(num_nodes: int, num_hosts: int, private_fraction: float,
