@@ -62,6 +62,11 @@ def test_truncated_npz(tmp_path: Path) -> None:
         ("role.json", '{"tr": [0], "va": [1]', "invalid JSON"),
         ("class_map.json", '{"0": 1, "1": 2}', "one entry per node"),
         ("class_map.json", json.dumps({str(i): -1 for i in range(6)}), "class ids must be"),
+        # node counts that disagree with adj_full.npz's 6 nodes
+        ("class_map.json", json.dumps({str(i): 0 for i in (0, 1, 2, 3, 4, 7)}),
+         "node ids must be exactly 0..5"),
+        ("class_map.json", json.dumps({str(i): 0 for i in range(7)}), "one entry per node (6)"),
+        ("role.json", '{"tr": [0], "va": [1], "te": [6]}', "'te' holds node ids outside 0..5"),
     ],
 )
 def test_bad_json(tmp_path: Path, file: str, content: str, message: str) -> None:
@@ -70,12 +75,40 @@ def test_bad_json(tmp_path: Path, file: str, content: str, message: str) -> None
     with pytest.raises(DataError) as err:
         load_dataset("flickr", root)
     assert file in str(err.value) and message in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_feature_rows_must_match(tmp_path: Path) -> None:
     root = write_saint(tmp_path)
     np.save(root / "flickr/feats.npy", np.zeros((5, 3)))
     with pytest.raises(DataError, match=r"feats\.npy: 5 rows, but adj_full\.npz has 6 nodes"):
+        load_dataset("flickr", root)
+
+
+def test_real_format_with_adj_train(tmp_path: Path) -> None:
+    """All five files as GraphSAINT ships them: csr ``.npz`` adjacencies (both directions, 0/1
+    floats), float64 features, string node ids in ``class_map.json``."""
+    root = write_saint(tmp_path)
+    d = root / "flickr"
+    full = sp.load_npz(d / "adj_full.npz").tocsr()
+    full = ((full + full.T) > 0).astype(np.float64).tocsr()
+    sp.save_npz(d / "adj_full.npz", full)
+    train = sp.csr_matrix(full.multiply(np.outer(np.arange(6) < 3, np.arange(6) < 3)))
+    sp.save_npz(d / "adj_train.npz", train)
+    g = load_dataset("flickr", root)
+    assert g.num_nodes == 6 and g.edge_index.shape == (2, 10)
+    sp.save_npz(d / "adj_train.npz", sp.csr_matrix((7, 7)))
+    with pytest.raises(DataError, match=r"adj_train\.npz: shape \(7, 7\), but adj_full\.npz has 6"):
+        load_dataset("flickr", root)
+    (d / "adj_train.npz").write_bytes(b"not a zip")
+    with pytest.raises(DataError, match=r"adj_train\.npz: not a readable scipy sparse"):
+        load_dataset("flickr", root)
+
+
+def test_square_adjacency_required(tmp_path: Path) -> None:
+    root = write_saint(tmp_path)
+    sp.save_npz(root / "flickr/adj_full.npz", sp.csr_matrix((6, 5)))
+    with pytest.raises(DataError, match=r"adj_full\.npz: adjacency must be square"):
         load_dataset("flickr", root)
 
 

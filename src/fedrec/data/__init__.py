@@ -3,12 +3,15 @@
 * :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info` -- by name (registry);
 * :func:`ensure_files`, :func:`verify` -- fetch and check the files (download);
 * :func:`partition_by_user`, :func:`partition_graph` -- split into per-party pieces (partition);
+* :func:`feras_host_views` -- Feras's hosts: whole topology, visible attributes only (host_view);
+* GraphSAINT samplers: :mod:`fedrec.data.sampling`;
 * :func:`public_meta`, :func:`metadata_dataset` -- what a server may know of a dataset (types);
 * the container types of :mod:`fedrec.data.types`.
 """
 
 from fedrec.data.catalog import DatasetSpec
 from fedrec.data.download import ensure_files, verify
+from fedrec.data.host_view import HostView, assign_private_nodes, feras_host_views
 from fedrec.data.partition import (
     ClientData,
     HostPartition,
@@ -36,16 +39,19 @@ __all__ = [
     "DatasetSpec",
     "GraphDataset",
     "HostPartition",
+    "HostView",
     "InteractionDataset",
     "Interactions",
     "RatingDataset",
     "assign_nodes",
+    "assign_private_nodes",
     "dataset_dir",
     "dataset_info",
     "dataset_type",
     "default_data_dir",
     "describe",
     "ensure_files",
+    "feras_host_views",
     "is_metadata_only",
     "list_datasets",
     "load_dataset",

@@ -1,6 +1,9 @@
 """GraphSAINT-format graphs (PPI, Flickr, Reddit, ...), one directory per dataset:
 
 * ``adj_full.npz`` -- the full adjacency as saved by :func:`scipy.sparse.save_npz`;
+* ``adj_train.npz`` (optional) -- the adjacency among training nodes GraphSAINT trains on; not
+  used here (:class:`GraphDataset` holds the full graph and the masks), but when present it must
+  be an ``N x N`` sparse matrix like ``adj_full.npz`` (a file of another graph is a DataError);
 * ``feats.npy`` -- ``(N, F)`` node features;
 * ``class_map.json`` -- ``{"node id": class}`` or ``{"node id": [0/1, ...]}`` (multi-label);
 * ``role.json`` -- ``{"tr": [...], "va": [...], "te": [...]}`` node ids of the three splits.
@@ -119,6 +122,11 @@ def load_graphsaint(root: Path, name: str, standardize: bool = False) -> GraphDa
     feats = read_features(root / "feats.npy")
     if feats.shape[0] != n:
         raise fail(f"{root / 'feats.npy'}: {feats.shape[0]} rows, but adj_full.npz has {n} nodes")
+    if (root / "adj_train.npz").is_file():
+        train_shape = read_adjacency(root / "adj_train.npz").shape
+        if train_shape != adj.shape:
+            raise fail(f"{root / 'adj_train.npz'}: shape {train_shape}, but adj_full.npz has "
+                       f"{n} nodes")
     y, multilabel = read_class_map(root / "class_map.json", n)
     train_mask, val_mask, test_mask = read_roles(root / "role.json", n)
     if standardize and train_mask.any():
