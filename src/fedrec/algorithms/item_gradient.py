@@ -33,9 +33,7 @@ from fedrec.core.codec import Payload
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.runtime import PartyContext, cohort_seeds
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import (
-    validate_secure_sum_options,
-)
+from fedrec.federation.secure_sum import validate_secure_sum_options
 from fedrec.models.mf import bpr_loss, init_factors, rating_loss, sample_negatives
 
 
@@ -65,8 +63,6 @@ class ItemGradientConfig(MFConfig):
         check_range("local_steps", self.local_steps, 1)
         check_range("lr_user", self.lr_user, 0.0, low_open=True)
         validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits)
-
-
 
 
 class LocalMF:

@@ -86,7 +86,6 @@ class NCFClientConfig(ImplicitSplitConfig):
             raise ConfigError("client_layers must be a non-empty list of positive sizes")
 
 
-
 def implicit_split(ds: Dataset, cfg: ImplicitSplitConfig) -> InteractionDataset:
     """``ds`` as implicit positives, split as ``cfg`` says (:func:`fedrec.data.implicit.
     implicit_dataset`)."""
@@ -114,11 +113,9 @@ def pad_slots(local: torch.Tensor, num: int) -> tuple[torch.Tensor, int]:
     return slot, width
 
 
-
 def init_keys(ctxs: Sequence[PartyContext]) -> torch.Tensor:
     """Each client's secret key of its initial item-row permutation (:func:`ncf.base_row_index`)."""
     return cohort_seeds(ctxs, "ncf-init-items-perm")
-
 
 
 @dataclass

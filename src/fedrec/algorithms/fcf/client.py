@@ -11,18 +11,13 @@ import torch
 
 from fedrec.algorithms.fcf.config import FCFConfig
 from fedrec.algorithms.item_gradient import LocalMF
-from fedrec.algorithms.mf_common import (
-    requested_split,
-)
+from fedrec.algorithms.mf_common import requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.types import Dataset
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import (
-    SECAGG_STEPS,
-    SecureSumClient,
-)
+from fedrec.federation.secure_sum import SECAGG_STEPS, SecureSumClient
 
 
 class FCFClient(PartyLogic):

@@ -10,20 +10,13 @@ import torch
 
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.fcf.config import FCFConfig
-from fedrec.algorithms.mf_common import (
-    eval_request,
-    reduce_client_metrics,
-)
+from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import Runtime
-from fedrec.federation.secure_sum import (
-    run_secure_sum,
-    secure_sum_config,
-    secure_sum_request,
-)
+from fedrec.federation.secure_sum import run_secure_sum, secure_sum_config, secure_sum_request
 from fedrec.models.mf import init_factors
 from fedrec.privacy.report import no_guarantee
 

@@ -56,9 +56,7 @@ from fedrec.algorithms.fedgnn.config import (
 )
 from fedrec.algorithms.fedgnn.server import FedGNNServer
 from fedrec.algorithms.fedgnn.third_party import FedGNNThirdParty
-from fedrec.algorithms.mf_common import (
-    scale_midpoint,
-)
+from fedrec.algorithms.mf_common import scale_midpoint
 from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset

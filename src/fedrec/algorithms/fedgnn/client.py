@@ -10,36 +10,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.fedgnn.config import (
-    FedGNNConfig,
-    ldp_mechanism,
-    ring_bound,
-)
-from fedrec.algorithms.mf_common import (
-    rating_unit,
-    requested_split,
-)
+from fedrec.algorithms.fedgnn.config import FedGNNConfig, ldp_mechanism, ring_bound
+from fedrec.algorithms.mf_common import rating_unit, requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.partition import ClientData
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import THIRD_PARTY
-from fedrec.federation.runtime import (
-    PartyContext,
-    PartyLogic,
-    Routed,
-    cohort_chunks,
-)
+from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, cohort_chunks
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import (
-    SECAGG_STEPS,
-    SecureSumClient,
-)
+from fedrec.federation.secure_sum import SECAGG_STEPS, SecureSumClient
 from fedrec.models import gnn
 from fedrec.models.gnn import pad_subgraphs, pad_tests
-from fedrec.privacy import (
-    ItemTokenizer,
-    clip_linf,
-)
+from fedrec.privacy import ItemTokenizer, clip_linf
 
 
 class FedGNNClient(PartyLogic):

@@ -7,12 +7,8 @@ from dataclasses import dataclass
 from fedrec.algorithms.gnn_common import GNNModelConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
-from fedrec.federation.secure_sum import (
-    validate_secure_sum_options,
-)
-from fedrec.privacy import (
-    LaplaceMechanism,
-)
+from fedrec.federation.secure_sum import validate_secure_sum_options
+from fedrec.privacy import LaplaceMechanism
 
 PSEUDO_SETS = ("per_round", "fixed", "fixed_coupled", "fixed_copy")
 

@@ -10,30 +10,16 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import ServerLogic
-from fedrec.algorithms.fedgnn.config import (
-    FedGNNConfig,
-    ldp_mechanism,
-    ring_bound,
-)
-from fedrec.algorithms.mf_common import (
-    eval_request,
-    reduce_client_metrics,
-)
+from fedrec.algorithms.fedgnn.config import FedGNNConfig, ldp_mechanism, ring_bound
+from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.message import THIRD_PARTY
-from fedrec.federation.runtime import (
-    Observer,
-    Runtime,
-)
-from fedrec.federation.secure_sum import (
-    run_secure_sum,
-    secure_sum_config,
-    secure_sum_request,
-)
+from fedrec.federation.runtime import Observer, Runtime
+from fedrec.federation.secure_sum import run_secure_sum, secure_sum_config, secure_sum_request
 from fedrec.models import gnn
 from fedrec.privacy import (
     NO_GUARANTEE,

@@ -9,11 +9,7 @@ import numpy as np
 import torch
 
 from fedrec.core.codec import Payload
-from fedrec.federation.runtime import (
-    PartyContext,
-    PartyLogic,
-    Routed,
-)
+from fedrec.federation.runtime import PartyContext, PartyLogic, Routed
 
 
 class FedGNNThirdParty(PartyLogic):

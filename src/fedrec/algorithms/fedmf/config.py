@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from fedrec.algorithms.item_gradient import ItemGradientConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
-from fedrec.privacy.paillier import (
-    DEFAULT_KEY_BITS,
-)
+from fedrec.privacy.paillier import DEFAULT_KEY_BITS
 
 UPLOAD_MODES = ("full", "part")
 

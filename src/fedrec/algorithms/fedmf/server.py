@@ -17,11 +17,7 @@ from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.runtime import Runtime
 from fedrec.models.mf import init_factors
-from fedrec.privacy.paillier import (
-    EncryptedArray,
-    public_key_from_bytes,
-    public_key_to_bytes,
-)
+from fedrec.privacy.paillier import EncryptedArray, public_key_from_bytes, public_key_to_bytes
 from fedrec.privacy.report import no_guarantee
 
 

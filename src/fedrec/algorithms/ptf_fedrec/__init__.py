@@ -30,12 +30,8 @@ from typing import Any
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
-from fedrec.algorithms.mf_common import (
-    SplitRanking,
-)
-from fedrec.algorithms.ncf_common import (
-    implicit_split,
-)
+from fedrec.algorithms.mf_common import SplitRanking
+from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.algorithms.ptf_fedrec.client import PTFClient, swap_top_scores
 from fedrec.algorithms.ptf_fedrec.config import DEFENSES, DISPERSALS, PTFFedRecConfig
 from fedrec.algorithms.ptf_fedrec.server import PTFServer

@@ -9,23 +9,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.mf_common import (
-    requested_split,
-)
-from fedrec.algorithms.ncf_common import (
-    CohortFit,
-    NeuMFCohort,
-    rank_within,
-)
+from fedrec.algorithms.mf_common import requested_split
+from fedrec.algorithms.ncf_common import CohortFit, NeuMFCohort, rank_within
 from fedrec.algorithms.ptf_fedrec.config import PTFFedRecConfig
 from fedrec.core.codec import Payload
 from fedrec.core.rng import counter_uniform
 from fedrec.errors import ProtocolError
-from fedrec.federation.runtime import (
-    PartyContext,
-    PartyLogic,
-    cohort_chunks,
-)
+from fedrec.federation.runtime import PartyContext, PartyLogic, cohort_chunks
 from fedrec.federation.secrets import PartySecret
 
 
@@ -58,7 +48,6 @@ def swap_top_scores(local: torch.Tensor, is_pos: torch.Tensor, scores: torch.Ten
     out[p_rows] = scores[n_rows]
     out[n_rows] = scores[p_rows]
     return out
-
 
 
 class PTFClient(PartyLogic):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedrec.algorithms.ncf_common import (
-    NCFClientConfig,
-)
+from fedrec.algorithms.ncf_common import NCFClientConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
 

@@ -11,18 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.base import ServerLogic
-from fedrec.algorithms.mf_common import (
-    eval_request,
-    reduce_client_metrics,
-)
+from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.algorithms.ptf_fedrec.config import PTFFedRecConfig
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.errors import ProtocolError
-from fedrec.federation.runtime import (
-    Observer,
-    Runtime,
-)
+from fedrec.federation.runtime import Observer, Runtime
 from fedrec.metrics.ranking import ScoreFn
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.models.training import minibatch_epoch
