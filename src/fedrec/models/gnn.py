@@ -59,11 +59,15 @@ client's user-item graph, with weights copied over).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
+
+from fedrec.data.partition import ClientData
+from fedrec.data.types import check_split
 
 Params = dict[str, torch.Tensor]
 GNN_KINDS = ("gat", "gcn", "ggnn")
@@ -264,3 +268,43 @@ def cohort_predict(kind: str, mu: float, p: Params, *batched: torch.Tensor) -> t
         return predict_test(kind, mu, p, *args)
 
     return vmap(f)(*batched)
+
+
+def pad_subgraphs(datas: Sequence[ClientData], e_u: torch.Tensor,
+                  nb_means: Sequence[torch.Tensor | None], items_table: torch.Tensor, dim: int
+                  ) -> dict[str, torch.Tensor]:
+    """Padded, masked tensors of a chunk of local subgraphs (leading dim = ``len(datas)``):
+    ``items``/``mask``/``ratings`` (B, K), ``nb_mean`` (B, d; zeros without neighbours),
+    ``e_u`` (B, d[+1]) and ``e_items`` (B, K, d[+1]) gathered from ``items_table``."""
+    kmax = max(max((d.num_train for d in datas), default=1), 1)
+    b = len(datas)
+    items = torch.zeros(b, kmax, dtype=torch.long)
+    mask = torch.zeros(b, kmax, dtype=torch.bool)
+    ratings = torch.zeros(b, kmax)
+    nb_mean = torch.zeros(b, dim)
+    for r, data in enumerate(datas):
+        k = data.num_train
+        items[r, :k] = torch.from_numpy(data.train_items.astype(np.int64))
+        mask[r, :k] = True
+        ratings[r, :k] = torch.from_numpy(data.train_values.astype(np.float32))
+        if nb_means[r] is not None:
+            nb_mean[r] = nb_means[r]
+    return {"items": items, "mask": mask, "ratings": ratings, "nb_mean": nb_mean,
+            "e_u": e_u, "e_items": items_table[items]}
+
+
+def pad_tests(datas: Sequence[ClientData], split: str = "test"
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(items, ratings, mask)`` of the ``split`` rows (``valid`` or ``test``), each (B, T), of
+    a chunk of clients."""
+    rows = [d.rows(check_split(split)) for d in datas]
+    tmax = max(max((len(i) for i, _ in rows), default=1), 1)
+    test = torch.zeros(len(datas), tmax, dtype=torch.long)
+    vals = torch.zeros(len(datas), tmax)
+    tmask = torch.zeros(len(datas), tmax, dtype=torch.bool)
+    for r, (items, values) in enumerate(rows):
+        n = len(items)
+        test[r, :n] = torch.from_numpy(items.astype(np.int64))
+        vals[r, :n] = torch.from_numpy(values.astype(np.float32))
+        tmask[r, :n] = True
+    return test, vals, tmask

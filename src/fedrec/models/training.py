@@ -1,4 +1,5 @@
-"""One minibatch epoch: the training loop of the centralized ranking baselines
+"""One minibatch epoch: the training loop of PMF (:mod:`fedrec.algorithms.pmf`), of the
+centralized GNN (:mod:`fedrec.algorithms.gnn_central`), of the centralized ranking baselines
 (:mod:`fedrec.algorithms.central_ranking`) and of PTF-FedRec's server
 (:mod:`fedrec.algorithms.ptf_fedrec`).
 

@@ -157,11 +157,12 @@ def popularity(ds: InteractionDataset, split_overrides: dict[str, Any]) -> dict[
     """Most-popular ranking on PTF-FedRec's split (the floor every model must beat)."""
     import torch
 
-    from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, implicit_dataset
+    from fedrec.algorithms.ncf_common import implicit_split
+    from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
     from fedrec.config import build_config
 
     cfg = build_config(PTFFedRecConfig, "ptf-fedrec", ds.name, overrides=split_overrides)
-    split = implicit_dataset(ds, cfg)
+    split = implicit_split(ds, cfg)
     shape = (split.num_users, split.num_items)
     train = split.train.to_csr(*shape)
     pop = torch.from_numpy(np.asarray(train.sum(0)).ravel().astype(np.float32))

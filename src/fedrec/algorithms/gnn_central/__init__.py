@@ -33,12 +33,8 @@ import scipy.sparse as sp
 import torch
 from torch.func import vmap
 
-from fedrec.algorithms.base import CentralizedTrainer
-from fedrec.algorithms.fedgnn import (
-    GNNModelConfig,
-    pad_subgraphs,
-    pad_tests,
-)
+from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer
+from fedrec.algorithms.gnn_common import GNNModelConfig
 from fedrec.algorithms.mf_common import rating_unit, scale_midpoint
 from fedrec.config import check_range, option
 from fedrec.core.rng import torch_generator
@@ -47,6 +43,8 @@ from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.runtime import cohort_chunks
 from fedrec.metrics import mae, rmse
 from fedrec.models import gnn
+from fedrec.models.gnn import pad_subgraphs, pad_tests
+from fedrec.models.training import minibatch_epoch
 
 
 @dataclass
@@ -122,10 +120,12 @@ class GNNCentralTrainer(CentralizedTrainer):
     def train_round(self, rnd: int) -> dict[str, float]:
         cfg = self.cfg
         gen = torch_generator(cfg.seed, rnd, "gnn-central")
-        order = torch.randperm(len(self.users), generator=gen).numpy()
-        losses, count = 0.0, 0
-        for start in range(0, len(order), cfg.batch_users):
-            batch = [self.users[i] for i in order[start : start + cfg.batch_users]]
+        order = torch.randperm(len(self.users), generator=gen)
+        # Each batch's summed per-user loss and rating count, as the batches came.
+        sums: list[tuple[float, int]] = []
+
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
+            batch = [self.users[i] for i in idx.tolist()]
             rows = torch.tensor([d.user for d in batch])
             t = pad_subgraphs(batch, self.e_user[rows], [None] * len(batch), self.e_item,
                               cfg.dim)
@@ -141,10 +141,13 @@ class GNNCentralTrainer(CentralizedTrainer):
             loss = per_user.sum() / n
             if cfg.l2 > 0:
                 loss = loss + cfg.l2 * (e_u.square().sum() + e_items.square().sum()) / n
-            self.opt.zero_grad()
-            loss.backward()
-            self.opt.step()
-            losses += float(per_user.detach().sum())
+            sums.append((float(per_user.detach().sum()), n))
+            return loss
+
+        minibatch_epoch(order, cfg.batch_users, loss_of, self.opt)
+        losses, count = 0.0, 0
+        for batch_sum, n in sums:
+            losses += batch_sum
             count += n
         return {"train_loss": losses / max(count, 1)}
 
@@ -184,3 +187,13 @@ class GNNCentralTrainer(CentralizedTrainer):
 def build_gnn_central(cfg: GNNCentralConfig, dataset: Dataset, device: torch.device
                       ) -> GNNCentralTrainer:
     return GNNCentralTrainer(cfg, dataset, device)
+
+
+SPEC = AlgorithmSpec(
+    name="gnn-central",
+    summary="FedGNN's model trained centrally (no federation, no privacy)",
+    paper="Wu et al., KDD 2021 (the centralized counterpart of FedGNN's model)",
+    config_cls=GNNCentralConfig,
+    dataset_kinds=("rating",),
+    build=build_gnn_central,
+)

@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import CentralizedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer
 from fedrec.algorithms.mf_common import MFConfig, SplitRanking, rating_unit, scale_midpoint
 from fedrec.config import check_range, option
 from fedrec.core.rng import derive_seed, torch_generator
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset, check_split
 from fedrec.metrics import mae, rmse
 from fedrec.models.mf import bpr_loss, init_factors, predict_ratings, rating_loss, sample_negatives
+from fedrec.models.training import minibatch_epoch
 
 
 @dataclass
@@ -75,9 +76,9 @@ class PMFTrainer(CentralizedTrainer):
             negatives = sample_negatives(
                 seed, self.users, torch.arange(n, device=self.device), self.ds.num_items, self.keys
             )
-        total = 0.0
-        for start in range(0, n, cfg.batch_size):
-            idx = order[start : start + cfg.batch_size]
+        sums: list[float] = []  # each batch's summed loss, as the batches came
+
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
             u, i = self.users[idx], self.items[idx]
             if self.explicit:
                 loss = rating_loss(
@@ -86,10 +87,13 @@ class PMFTrainer(CentralizedTrainer):
                 )
             else:
                 loss = bpr_loss(self.p[u], self.q[i], self.q[negatives[idx]], cfg.reg)
-            self.opt.zero_grad()
-            (loss / len(idx)).backward()
-            self.opt.step()
-            total += loss.item()
+            sums.append(loss.item())
+            return loss / len(idx)
+
+        minibatch_epoch(order, cfg.batch_size, loss_of, self.opt)
+        total = 0.0
+        for batch_sum in sums:
+            total += batch_sum
         return {"train_loss": total / n}
 
     @torch.no_grad()
@@ -123,3 +127,13 @@ class PMFTrainer(CentralizedTrainer):
 
 def build_pmf(cfg: PMFConfig, dataset: Dataset, device: torch.device) -> PMFTrainer:
     return PMFTrainer(cfg, dataset, device)
+
+
+SPEC = AlgorithmSpec(
+    name="pmf",
+    summary="centralized matrix factorisation (no federation, no privacy)",
+    paper="Salakhutdinov & Mnih, Probabilistic Matrix Factorization, NIPS 2007",
+    config_cls=PMFConfig,
+    dataset_kinds=("rating", "interaction"),
+    build=build_pmf,
+)
