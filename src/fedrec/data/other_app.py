@@ -23,10 +23,11 @@ Where it is computed, honestly: a factorisation couples users. We split it in tw
    nothing but the device's own other-app data. For a user in the fit this equals its SVD user
    factor ``U_k S_k^{1/2}`` (the user half of ``X ~ (U_k S_k^{1/2})(V_k S_k^{1/2})^T``).
 
-The SVD is dense (``numpy.linalg.svd`` of the users x items matrix: ML-100K's 943 x 1682 takes
-about a second); each factor's sign is fixed (its largest-magnitude item entry positive) so the
-factors do not depend on the LAPACK build's sign choice; a zero singular value (rank below
-``k``) gives a zero column (the pseudo-inverse's convention).
+The SVD is dense and exact (``numpy.linalg.svd`` of the users x items matrix: ML-100K's
+943 x 1682 took 3.2 s on one core shared with other jobs, most of :func:`~fedrec.data.multiview.
+build_multiview`'s 3.9 s); each factor's sign is fixed (its largest-magnitude item entry
+positive) so the factors do not depend on the LAPACK build's sign choice; a zero singular value
+(rank below ``k``) gives a zero column (the pseudo-inverse's convention).
 """
 
 from __future__ import annotations
