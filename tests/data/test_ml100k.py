@@ -171,3 +171,121 @@ def test_bad_options(ml: Path) -> None:
 def test_missing_files(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"u\.data or recbole/ml-100k\.inter"):
         load_dataset("ml-100k", tmp_path)
+
+
+# --- side information: titles, years, release dates, genres and demographics, beside the arrays
+
+# Fingerprints (fedrec.data.fingerprint) of loads made before the loader kept side information:
+# keeping it must leave every array as it was.
+U1_FINGERPRINT = "bf3290202be2dcb23c12371c5ce54cdad462dd82c7cbcca1a81ce1bce2d6a02f"
+RANDOM_SEED3_FINGERPRINT = "2a60a418622bae11c50485fc939fe46fecb6d19aae617ea16f2f597a917502eb"
+
+
+def test_side_information_leaves_the_arrays_and_fingerprints_unchanged(ml: Path) -> None:
+    from fedrec.data.fingerprint import fingerprint
+
+    assert fingerprint(load_dataset("ml-100k", ml)) == U1_FINGERPRINT
+    seeded = load_dataset("ml-100k", ml, split="random", seed=3)
+    assert fingerprint(seeded) == RANDOM_SEED3_FINGERPRINT
+
+
+def test_grouplens_side_information(u1: RatingDataset) -> None:
+    from fedrec.data.side_info import item_info, user_info
+
+    items, users = item_info(u1), user_info(u1)
+    assert len(items) == 1682 and len(users) == 943
+    assert (items.titles[0], int(items.years[0]), items.release_dates[0]) == (
+        "Toy Story", 1995, "01-Jan-1995")
+    # "unknown" (item 267) has no year and no date; "... (1995) (V)" keeps its inner year
+    assert (items.titles[266], int(items.years[266]), items.release_dates[266]) == (
+        "unknown", 0, "")
+    assert items.titles[1411].endswith("(1995)") and items.years[1411] == 0
+    assert items.genres is u1.item_features and items.genre_names[1] == "Action"
+    assert (int(users.ages[0]), users.gender_names[users.genders[0]],
+            users.occupation_names[users.occupations[0]], users.zip_codes[0]) == (
+        24, "M", "technician", "85711")
+    assert len(users.occupation_names) == 21 and np.bincount(users.occupations).size == 21
+
+
+def test_recbole_side_information_equals_grouplens(ml: Path, u1: RatingDataset, need) -> None:
+    from fedrec.data.side_info import item_info, user_info
+
+    need(ml / "ml-100k", *RECBOLE)
+    rb = load_dataset("ml-100k", ml, source="recbole", val_fraction=0.0)
+    gl_items, rb_items = item_info(u1), item_info(rb)
+    assert rb_items.titles == gl_items.titles  # item 267's "unkonwn" read as "unknown"
+    assert np.array_equal(rb_items.years, gl_items.years)
+    assert np.array_equal(rb_items.genres, gl_items.genres) and rb_items.release_dates is None
+    gl_users, rb_users = user_info(u1), user_info(rb)
+    for name in ("ages", "genders", "occupations"):
+        assert np.array_equal(getattr(rb_users, name), getattr(gl_users, name))
+    assert rb_users.zip_codes == gl_users.zip_codes
+
+
+def _write_small(root: Path, recbole: bool) -> Path:
+    """Three users and four items, as GroupLens or as RecBole (recbole==1.2.1) writes them."""
+    ratings = [(1, 1, 5, 881250949), (1, 2, 3, 881250950), (2, 3, 4, 881250951),
+               (3, 4, 1, 881250952), (2, 1, 2, 881250953), (3, 2, 4, 881250954)]
+    users = [(1, 24, "M", "technician", "85711"), (2, 53, "F", "other", "94043"),
+             (3, 23, "M", "writer", "32067")]
+    # (title as GroupLens writes it, date, RecBole's title, RecBole's year, genres)
+    items = [("Toy Story (1995)", "01-Jan-1995", "Toy Story", "1995", ["Animation", "Comedy"]),
+             ("Misérables, Les (1995)", "01-Jan-1995", "Misérables, Les", "1995", ["Drama"]),
+             ("unknown", "", "unkonwn", "unkonwn", ["unknown"]),
+             ("Land Before Time III (1995) (V)", "01-Jan-1995", "Land Before Time III (1995)",
+              "V", ["Children's"])]
+    d = root / "ml-100k"
+    (d / "recbole").mkdir(parents=True)
+    if recbole:
+        inter = ["user_id:token\titem_id:token\trating:float\ttimestamp:float"]
+        inter += ["\t".join(map(str, r)) for r in ratings]
+        user = ["user_id:token\tage:token\tgender:token\toccupation:token\tzip_code:token"]
+        user += ["\t".join(map(str, u)) for u in users]
+        item = ["item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq"]
+        item += [f"{k}\t{t}\t{y}\t{' '.join(g)}" for k, (_, _, t, y, g) in enumerate(items, 1)]
+        for ext, lines in (("inter", inter), ("user", user), ("item", item)):
+            (d / f"recbole/ml-100k.{ext}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return root
+    from fedrec.data.loaders.ml100k import GENRES
+
+    (d / "u.data").write_text("".join("\t".join(map(str, r)) + "\n" for r in ratings))
+    (d / "u.user").write_text("".join("|".join(map(str, u)) + "\n" for u in users))
+    rows = [f"{k}|{t}|{date}||http://x|" + "|".join("1" if g in gs else "0" for g in GENRES)
+            for k, (t, date, _, _, gs) in enumerate(items, 1)]
+    (d / "u.item").write_bytes(("\n".join(rows) + "\n").encode("latin-1"))
+    return root
+
+
+def test_both_sources_on_small_written_files(tmp_path: Path) -> None:
+    from fedrec.data.fingerprint import fingerprint
+    from fedrec.data.side_info import item_info, user_info
+
+    gl = load_dataset("ml-100k", _write_small(tmp_path / "gl", recbole=False), test_fraction=0.5)
+    rb = load_dataset("ml-100k", _write_small(tmp_path / "rb", recbole=True), test_fraction=0.5)
+    assert rb.meta["source"].startswith("RecBole") and gl.meta["source"].startswith("GroupLens")
+    assert fingerprint(gl) == fingerprint(rb)
+    for ds in (gl, rb):
+        items, users = item_info(ds), user_info(ds)
+        assert items.titles == ("Toy Story", "Misérables, Les", "unknown",
+                                "Land Before Time III (1995)")
+        assert items.years.tolist() == [1995, 1995, 0, 0]
+        assert items.genres[2].tolist() == [1.0] + [0.0] * 18
+        assert users.ages.tolist() == [24, 53, 23] and users.genders.tolist() == [1, 0, 1]
+    assert item_info(gl).release_dates == ("01-Jan-1995", "01-Jan-1995", "", "01-Jan-1995")
+    assert item_info(rb).release_dates is None
+
+
+def test_recbole_item_file_without_titles_keeps_genres_only(tmp_path: Path) -> None:
+    from fedrec.data.loaders.ml100k import read_recbole_item_info
+    from fedrec.data.side_info import item_info
+
+    root = _write_small(tmp_path, recbole=True)
+    path = root / "ml-100k/recbole/ml-100k.item"
+    path.write_text("item_id:token\tclass:token_seq\n1\tDrama\n2\tDrama\n3\tDrama\n4\tDrama\n")
+    ds = load_dataset("ml-100k", root)  # loads as before: genre features, no item metadata
+    assert ds.item_features[:, 8].tolist() == [1.0] * 4 and "item_info" not in ds.meta
+    with pytest.raises(ConfigError, match="ml-100k: no item titles and genres"):
+        item_info(ds)
+    with pytest.raises(DataError, match=r"ml-100k\.item line 1: no 'movie_title' or "
+                                        r"'release_year' column"):
+        read_recbole_item_info(path)

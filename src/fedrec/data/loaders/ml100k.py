@@ -21,10 +21,17 @@ Ids are 1-based in the files and become dense 0-based ids in raw-id order;
 
 Features: users get ``[age scaled to 0..1, gender one-hot (F, M), occupation one-hot (21)]`` (24
 columns), items the 19 genre flags.
+
+Side information (:mod:`fedrec.data.side_info`), beside the arrays so that fingerprints and
+every existing consumer are unchanged: ``meta["item_info"]`` (titles without the year, the
+title's year, GroupLens's release dates, genre flags) and ``meta["user_info"]`` (age, gender,
+occupation, zip code), from either source; both sources give the same titles, years, genres
+and demographics (RecBole has no release dates).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,6 +51,7 @@ from fedrec.data.loaders._common import (
     require_files,
     row_line_number,
 )
+from fedrec.data.side_info import ItemInfo, UserInfo
 from fedrec.data.splits import random_split
 from fedrec.data.types import Interactions, RatingDataset
 from fedrec.errors import ConfigError
@@ -62,6 +70,7 @@ GENRES = (
 GENDERS = ("F", "M")
 USER_FEATURE_NAMES = ("age", *(f"gender={g}" for g in GENDERS), *(f"occ={o}" for o in OCCUPATIONS))
 RATING_COLS = ("user id", "item id", "rating", "timestamp")
+_TRAILING_GROUP = re.compile(r"(.*?)\s*\(([^()]*)\)")
 
 _RECBOLE = {
     "inter": ("recbole/ml-100k.inter", "ml-100k.inter"),
@@ -84,17 +93,17 @@ def read_ratings(path: Path) -> np.ndarray:
     return arr
 
 
-def _user_features(
+def _user_info(
     records: list[tuple[int, list[str]]], path: Path
-) -> tuple[np.ndarray, np.ndarray]:
-    """Raw ids and the 24-column feature matrix from ``(line, [id, age, gender, occ, zip])``."""
+) -> tuple[np.ndarray, UserInfo]:
+    """Sorted raw ids and the demographics of ``(line, [id, age, gender, occ, zip])`` records."""
     ids = np.empty(len(records), dtype=np.int64)
-    ages = np.empty(len(records), dtype=np.float64)
+    ages = np.empty(len(records), dtype=np.int64)
     gender = np.empty(len(records), dtype=np.int64)
     occ = np.empty(len(records), dtype=np.int64)
     for k, (line, f) in enumerate(records):
         ids[k] = int(parse_number(path, line, f[0], "user id", integer=True))
-        ages[k] = parse_number(path, line, f[1], "age", integer=True)
+        ages[k] = int(parse_number(path, line, f[1], "age", integer=True))
         if f[2] not in GENDERS:
             raise fail(f"{path} line {line}: gender {f[2]!r} is not one of F, M")
         gender[k] = GENDERS.index(f[2])
@@ -102,42 +111,113 @@ def _user_features(
             raise fail(f"{path} line {line}: unknown occupation {f[3]!r}")
         occ[k] = OCCUPATIONS.index(f[3])
     check_unique_ids(path, ids, records, "user id")
+    order = np.argsort(ids)
+    zips = tuple(records[k][1][4] for k in order)
+    info = UserInfo(ages=ages[order], genders=gender[order], occupations=occ[order],
+                    zip_codes=zips, gender_names=GENDERS, occupation_names=OCCUPATIONS)
+    return ids[order], info
+
+
+def user_feature_matrix(info: UserInfo) -> np.ndarray:
+    """The loader's ``(n, 24)`` float32 user features of ``info`` (module docstring): age
+    min-max scaled over the users, gender one-hot (F, M), occupation one-hot (21)."""
+    ages = info.ages.astype(np.float64)
     span = ages.max() - ages.min() if len(ages) else 0.0
     age = (ages - ages.min()) / span if span > 0 else np.zeros_like(ages)
-    feats = np.hstack([age[:, None].astype(np.float32), one_hot(gender, 2), one_hot(occ, 21)])
-    order = np.argsort(ids)
-    return ids[order], feats[order]
+    return np.hstack([age[:, None].astype(np.float32), one_hot(info.genders, 2),
+                      one_hot(info.occupations, 21)])
+
+
+def read_user_info(path: Path) -> tuple[np.ndarray, UserInfo]:
+    """GroupLens ``u.user`` -> (sorted raw user ids, their demographics)."""
+    return _user_info(read_records(path, "|", 5), path)
 
 
 def read_users(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """GroupLens ``u.user`` -> (sorted raw user ids, ``(943, 24)`` float32 features)."""
-    return _user_features(read_records(path, "|", 5), path)
+    ids, info = read_user_info(path)
+    return ids, user_feature_matrix(info)
 
 
-def read_items(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """GroupLens ``u.item`` (latin-1) -> (sorted raw item ids, ``(1682, 19)`` genre flags)."""
+def split_title_year(title: str) -> tuple[str, int]:
+    """``"Toy Story (1995)"`` -> ``("Toy Story", 1995)``: the trailing parenthesised group is cut
+    off (as RecBole did when it wrote ``movie_title``; checked on the staged files: equal names
+    for every item but 267, see :func:`_recbole_title`), its year kept when it is 4 digits, else
+    0 (``"... (1995) (V)"`` -> ``("... (1995)", 0)``, as RecBole's year ``V``)."""
+    stripped = title.strip()
+    match = _TRAILING_GROUP.fullmatch(stripped)
+    if match is None:
+        return stripped, 0
+    return match.group(1), _year(match.group(2))
+
+
+def _year(token: str) -> int:
+    return int(token) if len(token) == 4 and token.isdigit() else 0
+
+
+def _recbole_title(title: str) -> str:
+    # RecBole's file spells the placeholder title of item 267 (GroupLens: "unknown") "unkonwn";
+    # read as GroupLens spells it so that both sources give the same titles (and trigrams).
+    return "unknown" if title == "unkonwn" else title
+
+
+def _sorted_item_info(
+    ids: np.ndarray, flags: np.ndarray, titles: list[str], years: list[int],
+    dates: list[str] | None,
+) -> tuple[np.ndarray, ItemInfo]:
+    order = np.argsort(ids)
+    info = ItemInfo(titles=tuple(titles[k] for k in order),
+                    years=np.asarray(years, dtype=np.int16)[order], genres=flags[order],
+                    genre_names=GENRES,
+                    release_dates=None if dates is None else tuple(dates[k] for k in order))
+    return ids[order], info
+
+
+def read_item_info(path: Path) -> tuple[np.ndarray, ItemInfo]:
+    """GroupLens ``u.item`` (latin-1) -> (sorted raw item ids, titles, years, dates, genres)."""
     records = read_records(path, "|", 5 + len(GENRES), encoding="latin-1")
     ids = np.empty(len(records), dtype=np.int64)
     flags = np.zeros((len(records), len(GENRES)), dtype=np.float32)
+    titles, years, dates = [], [], []
     for k, (line, f) in enumerate(records):
         ids[k] = int(parse_number(path, line, f[0], "item id", integer=True))
         for g, text in enumerate(f[5:]):
             if text not in ("0", "1"):
                 raise fail(f"{path} line {line}: genre flag {GENRES[g]!r} is {text!r}, not 0/1")
             flags[k, g] = float(text)
+        title, year = split_title_year(f[1])
+        titles.append(title)
+        years.append(year)
+        dates.append(f[2].strip())
     check_unique_ids(path, ids, records, "item id")
-    order = np.argsort(ids)
-    return ids[order], flags[order]
+    return _sorted_item_info(ids, flags, titles, years, dates)
+
+
+def read_items(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """GroupLens ``u.item`` (latin-1) -> (sorted raw item ids, ``(1682, 19)`` genre flags)."""
+    ids, info = read_item_info(path)
+    return ids, info.genres
+
+
+def read_recbole_user_info(path: Path) -> tuple[np.ndarray, UserInfo]:
+    """RecBole ``ml-100k.user`` -> same as :func:`read_user_info`."""
+    rows = recbole.read_table(path, ["user_id", "age", "gender", "occupation"])
+    return _user_info([(n, f[:5]) for n, f in rows], path)
 
 
 def read_recbole_users(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """RecBole ``ml-100k.user`` -> same as :func:`read_users`."""
-    rows = recbole.read_table(path, ["user_id", "age", "gender", "occupation"])
-    return _user_features([(n, f[:5]) for n, f in rows], path)
+    ids, info = read_recbole_user_info(path)
+    return ids, user_feature_matrix(info)
 
 
-def read_recbole_items(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """RecBole ``ml-100k.item`` (``class`` = genre tokens) -> same as :func:`read_items`."""
+RECBOLE_TITLE_COLUMNS = ("movie_title", "release_year")
+
+
+def _read_recbole_item_rows(
+    path: Path,
+) -> tuple[np.ndarray, np.ndarray, list[str], list[tuple[int, list[str]]]]:
+    """Sorted-as-read raw ids, genre flags, header names and rows of a RecBole ``.item``."""
     names = recbole.read_header(path, ["item_id"])
     if "class" not in names:
         raise fail(f"{path} line 1: no 'class' (genre) column in the RecBole header")
@@ -152,6 +232,33 @@ def read_recbole_items(path: Path) -> tuple[np.ndarray, np.ndarray]:
                 raise fail(f"{path} line {line}: unknown genre {token!r}")
             flags[k, GENRES.index(token)] = 1.0
     check_unique_ids(path, ids, rows, "item id")
+    return ids, flags, names, rows
+
+
+def recbole_has_titles(path: Path) -> bool:
+    """Whether a RecBole ``.item`` header has the title and year columns (the wheel's has)."""
+    names = recbole.read_header(path, ["item_id"])
+    return all(c in names for c in RECBOLE_TITLE_COLUMNS)
+
+
+def read_recbole_item_info(path: Path) -> tuple[np.ndarray, ItemInfo]:
+    """RecBole ``ml-100k.item`` (``movie_title``, ``release_year``, ``class`` = genre tokens) ->
+    same as :func:`read_item_info`, without release dates (RecBole has none)."""
+    ids, flags, names, rows = _read_recbole_item_rows(path)
+    missing = [c for c in RECBOLE_TITLE_COLUMNS if c not in names]
+    if missing:
+        raise fail(f"{path} line 1: no {' or '.join(map(repr, missing))} column in the RecBole "
+                   "header")
+    title_col, year_col = (names.index(c) for c in RECBOLE_TITLE_COLUMNS)
+    titles = [_recbole_title(f[title_col].strip()) for _, f in rows]
+    years = [_year(f[year_col].strip()) for _, f in rows]
+    return _sorted_item_info(ids, flags, titles, years, None)
+
+
+def read_recbole_items(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """RecBole ``ml-100k.item`` (``class`` = genre tokens) -> same as :func:`read_items`; needs
+    no title column."""
+    ids, flags, _, _ = _read_recbole_item_rows(path)
     order = np.argsort(ids)
     return ids[order], flags[order]
 
@@ -248,16 +355,22 @@ def load_ml100k(
     if is_recbole:
         check_values(inter_path, ratings[:, 2], 1, 5, 1, skip_header=True)
 
-    user_raw, user_feats = (
-        (read_recbole_users if user_path.name != "u.user" else read_users)(user_path)
-        if user_path
-        else (ratings[:, 0].astype(np.int64), None)
-    )
-    item_raw, item_feats = (
-        (read_recbole_items if item_path.name != "u.item" else read_items)(item_path)
-        if item_path
-        else (ratings[:, 1].astype(np.int64), None)
-    )
+    users: UserInfo | None = None
+    items: ItemInfo | None = None
+    if user_path:
+        user_reader = read_recbole_user_info if user_path.name != "u.user" else read_user_info
+        user_raw, users = user_reader(user_path)
+    else:
+        user_raw = ratings[:, 0].astype(np.int64)
+    if item_path is None:
+        item_raw, item_feats = ratings[:, 1].astype(np.int64), None
+    elif item_path.name == "u.item" or recbole_has_titles(item_path):
+        reader = read_recbole_item_info if item_path.name != "u.item" else read_item_info
+        item_raw, items = reader(item_path)
+        item_feats = items.genres
+    else:  # a RecBole item file with genres only: no item metadata kept
+        item_raw, item_feats = read_recbole_items(item_path)
+    user_feats = None if users is None else user_feature_matrix(users)
     umap, imap = IdMap(user_raw), IdMap(item_raw)
 
     def encode(arr: np.ndarray, path: Path, skip_header: bool = False) -> Interactions:
@@ -330,6 +443,8 @@ def load_ml100k(
             "user_feature_names": list(USER_FEATURE_NAMES) if user_feats is not None else None,
             "item_feature_names": list(GENRES) if item_feats is not None else None,
             "warnings": warnings,
+            **({"user_info": users} if users is not None else {}),
+            **({"item_info": items} if items is not None else {}),
         },
     )
 
