@@ -219,6 +219,7 @@ def test_rmse_decreases_over_rounds(ml100k: RatingDataset) -> None:
     ("lr", 0.0, "lr must be > 0"),
     ("dim", 0, "dim must be >= 1"),
     ("local_steps", 0, "local_steps"),
+    ("secure_aggregation", True, "Paillier"),
     ("colour", 1, "unknown option"),
 ])
 def test_bad_config_is_a_config_error(key: str, value, match: str) -> None:

@@ -38,3 +38,6 @@ class FedMFConfig(ItemGradientConfig):
         if self.key_bits % 8:
             raise ConfigError(f"key_bits must be a multiple of 8, got {self.key_bits}")
         check_choice("upload", self.upload, UPLOAD_MODES)
+        if self.secure_aggregation:  # an option shared with FCF's config that FedMF never runs
+            raise ConfigError("fedmf protects item gradients with Paillier encryption; "
+                              "secure_aggregation is FCF's option (use fcf)")
