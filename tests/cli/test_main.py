@@ -269,3 +269,9 @@ def test_data_dir_is_accepted_before_and_after_every_subcommand(argv: list[str])
     assert parser.parse_args(["--data-dir", "/d", *argv]).data_dir == "/d"
     assert parser.parse_args(["--data-dir", "/a", *argv, "--data-dir", "/b"]).data_dir == "/b"
     assert parser.parse_args(argv).data_dir is None
+
+
+def test_default_threads_leave_room_for_another_process() -> None:
+    from fedrec.cli.main import default_threads
+
+    assert [default_threads(c) for c in (1, 2, 3, 16)] == [1, 1, 1, 8]

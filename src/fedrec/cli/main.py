@@ -118,13 +118,21 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_threads(cores: int | None = None) -> int:
+    """Torch threads when ``--threads`` is not given: half the cores we were given, at least
+    one. Measured on 2 cores (``bench/bench_threads.py``, results/threads.json): a second thread
+    gains 6% on an idle machine but costs 2.7x per round beside one other busy process (OpenMP
+    threads waiting on a core that the other process holds), so a run leaves room for one."""
+    n = len(os.sched_getaffinity(0)) if cores is None else cores
+    return max(1, n // 2)
+
+
 def _set_threads(n: int | None) -> None:
     if n is not None and n < 1:
         raise ConfigError(f"--threads must be >= 1, got {n}")
     import torch
 
-    # Oversubscribing two cores costs ~20x; default to the cores we were given.
-    torch.set_num_threads(n or max(1, len(os.sched_getaffinity(0))))
+    torch.set_num_threads(n or default_threads())
 
 
 _DATA_DIR_HELP = "dataset directory (default: $FEDREC_DATA, else cache)"
@@ -146,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="directory for results.json and checkpoints")
     run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     run.add_argument("--device", default="cpu", help="cpu or cuda")
-    run.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
+    run.add_argument("--threads", type=int, default=None,
+                     help="torch threads (default: half the cores)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_client_secret_option(run)
     run.set_defaults(func=cmd_run)
@@ -158,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seeds", type=int, default=3, help="seeds of the main table")
     rep.add_argument("--sweep-seeds", type=int, default=1, help="seeds of the sweeps")
     rep.add_argument("--device", default="cpu", help="cpu or cuda")
-    rep.add_argument("--threads", type=int, default=None, help="torch threads (default: cores)")
+    rep.add_argument("--threads", type=int, default=None,
+                     help="torch threads (default: half the cores)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     rep.add_argument("--gowalla", action="store_true",
                      help="ptf-fedrec: also PTF-FedRec on Gowalla (about 50 min per seed)")
