@@ -7,6 +7,7 @@ import pytest
 
 from fedrec.errors import ProtocolError
 from fedrec.federation import InProcessRuntime, PartyContext, PartyLogic, step
+from fedrec.federation.secure_sum import SECAGG_STEPS, SecureSumSteps
 
 
 class Device(PartyLogic):
@@ -98,6 +99,13 @@ def test_one_name_declared_twice_in_a_class_is_refused() -> None:
             @step("a")
             def two(self, ctx, payload):
                 return None
+
+
+def test_secure_sum_steps_are_declared_by_the_mixin() -> None:
+    class Summing(SecureSumSteps, PartyLogic):
+        pass
+
+    assert set(Summing.declared_steps) == set(SECAGG_STEPS)
 
 
 def test_a_logic_that_overrides_handle_runs_undeclared_steps() -> None:
