@@ -1,4 +1,5 @@
-"""Federation runtime: parties, metered messages, the in-process simulator, checkpoints."""
+"""Federation runtime: parties and their declared steps, metered messages, the in-process
+simulator, checkpoints."""
 
 from fedrec.core.codec import decode, encode, payload_size
 from fedrec.federation.checkpoint import load_checkpoint, save_checkpoint
@@ -11,6 +12,7 @@ from fedrec.federation.runtime import (
     Routed,
     Runtime,
 )
+from fedrec.federation.steps import step
 
 __all__ = [
     "AGGREGATOR",
@@ -30,4 +32,5 @@ __all__ = [
     "payload_size",
     "role_of",
     "save_checkpoint",
+    "step",
 ]

@@ -6,10 +6,10 @@ An algorithm is written once, as *protocol steps*:
   :meth:`Runtime.call` / :meth:`Runtime.broadcast` to run a named step on a set of parties and
   receive their replies;
 * every other party (clients, a third-party matcher, an aggregation server) is a
-  :class:`PartyLogic` whose :meth:`~PartyLogic.handle` method runs one step on that party's
-  private data and persistent state and returns what it sends: a payload for whoever called it,
-  or :class:`Routed` payloads for other parties (client -> third party, third party -> client),
-  which never pass through the orchestrator's memory.
+  :class:`PartyLogic` whose declared steps (:func:`fedrec.federation.steps.step`) each run on
+  that party's private data and persistent state and return what it sends: a payload for whoever
+  called it, or :class:`Routed` payloads for other parties (client -> third party, third party
+  -> client), which never pass through the orchestrator's memory.
 
 The :class:`Runtime` is the only way parties talk, so it meters every message's exact size into a
 :class:`~fedrec.federation.ledger.CommunicationLedger`, rejects updates that hold NaN/Inf, simulates
@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -40,6 +40,7 @@ from fedrec.federation.checkpoint import pack_states, unpack_states
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import CLIENT, SERVER, Message, PartyId, role_of
 from fedrec.federation.secrets import ClientSecrets, PartySecret
+from fedrec.federation.steps import DeclaredStep, collect_steps, undeclared
 
 
 @dataclass
@@ -67,6 +68,9 @@ class PartyContext:
     role_secret: PartySecret
     inbox: list[Message] = field(default_factory=list)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    #: Whether this party's request is the one payload the caller broadcast to the whole
+    #: cohort of the call (:meth:`Runtime.broadcast`), as the runtime says, not as guessed.
+    broadcast: bool = False
 
     def generator(self, *extra: object) -> torch.Generator:
         """A torch generator unique to (this party's secret, round, step, extra)."""
@@ -82,23 +86,40 @@ def cohort_seeds(ctxs: Sequence[PartyContext], *keys: object) -> torch.Tensor:
     return torch.tensor([c.secret.seed(*keys) for c in ctxs], dtype=torch.int64)
 
 
-class PartyLogic(ABC):
-    """The code that runs on one kind of party (a client device, a third-party server, ...)."""
+class PartyLogic:
+    """The code that runs on one kind of party (a client device, a third-party server, ...).
+
+    Its steps are methods declared with :func:`fedrec.federation.steps.step`; the default
+    :meth:`handle` and :meth:`handle_cohort` dispatch to them. (A logic may instead override
+    :meth:`handle`, which then runs every step it declares none for.)"""
+
+    #: The steps this class declares, by name (collected when the class is defined).
+    declared_steps: ClassVar[Mapping[str, DeclaredStep]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.declared_steps = collect_steps(cls)
 
     def init_state(self, party: PartyId, data: Any, secret: PartySecret) -> dict[str, Any]:
         """Persistent state created the first time the party is reached (private
         initialisation is keyed by the party's ``secret``)."""
         return {}
 
-    @abstractmethod
     def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Outgoing:
         """Run ``step`` on this party; return its reply or routed messages."""
+        return self.handle_cohort(step, [ctx], [payload])[0]
 
     def handle_cohort(
         self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
     ) -> list[Outgoing]:
-        """Run ``step`` on many parties at once. Override with a vectorised version whose output
-        for each party is a function of that party's context and payload alone."""
+        """Run ``step`` on many parties at once: the declared step, else (for a logic that
+        overrides :meth:`handle`) :meth:`handle` per party. A cohort step's output for each
+        party is a function of that party's context and payload alone."""
+        declared = self.declared_steps.get(step)
+        if declared is not None:
+            return declared.run(self, ctxs, payloads)
+        if type(self).handle is PartyLogic.handle:
+            raise undeclared(type(self).__name__, step, self.declared_steps)
         return [self.handle(step, c, p) for c, p in zip(ctxs, payloads, strict=True)]
 
 
@@ -166,18 +187,24 @@ class Runtime(ABC):
         """All clients that exist (their ids only; their data is out of reach), in the order
         the job declared them (by user id for one client per user)."""
 
-    @abstractmethod
     def call(
         self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId = SERVER
     ) -> dict[PartyId, Payload]:
         """Send each target its request, run ``step`` there, return the replies addressed to
         ``sender``. Parties that dropped out or whose reply was rejected are absent."""
+        return self._send(step, requests, sender=sender, broadcast=False)
 
     def broadcast(
         self, step: str, targets: Sequence[PartyId], payload: Payload, *, sender: PartyId = SERVER
     ) -> dict[PartyId, Payload]:
-        """:meth:`call` with the same payload for every target."""
-        return self.call(step, dict.fromkeys(targets, payload), sender=sender)
+        """:meth:`call` with one payload for every target; the receiving parties are told
+        (:attr:`PartyContext.broadcast`)."""
+        return self._send(step, dict.fromkeys(targets, payload), sender=sender, broadcast=True)
+
+    @abstractmethod
+    def _send(self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId,
+              broadcast: bool) -> dict[PartyId, Payload]:
+        """:meth:`call`; ``broadcast``: every request is the same one payload."""
 
     @abstractmethod
     def sample_clients(self, count: int) -> list[PartyId]:
@@ -321,7 +348,7 @@ class InProcessRuntime(Runtime):
             obs(msg)
         return True
 
-    def _context(self, party: PartyId, step: str) -> PartyContext:
+    def _context(self, party: PartyId, step: str, broadcast: bool = False) -> PartyContext:
         declared = self._party(party)
         role, logic, data = declared.role, declared.logic, declared.data
         # Clients derive from the root; a service from its own root (what its node is given).
@@ -335,6 +362,7 @@ class InProcessRuntime(Runtime):
         return PartyContext(
             party=party, data=data, state=self.states[party], round=self.round, step=step,
             secret=secret, role_secret=root.role(role), inbox=inbox, device=self.device,
+            broadcast=broadcast,
         )
 
     def _responsive(self, party: PartyId) -> bool:
@@ -342,9 +370,8 @@ class InProcessRuntime(Runtime):
             return True
         return self._calls_answered[party] < self._drop_after[party]
 
-    def call(
-        self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId = SERVER
-    ) -> dict[PartyId, Payload]:
+    def _send(self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId,
+              broadcast: bool) -> dict[PartyId, Payload]:
         replies: dict[PartyId, Payload] = {}
         groups: dict[str, list[tuple[PartyId, Payload]]] = defaultdict(list)
         # Broadcasts share one payload object: size and check it once, not once per target.
@@ -362,7 +389,7 @@ class InProcessRuntime(Runtime):
                 groups[role].append((party, payload))
         for role, items in groups.items():
             logic = self._party(items[0][0]).logic
-            ctxs = [self._context(p, step) for p, _ in items]
+            ctxs = [self._context(p, step, broadcast) for p, _ in items]
             outs = logic.handle_cohort(step, ctxs, [pl for _, pl in items])
             for (party, _), out in zip(items, outs, strict=True):
                 if role == CLIENT:

@@ -54,12 +54,14 @@ from fedrec.core.codec import Payload
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import PartyContext, Runtime
+from fedrec.federation.steps import step
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer
 
 __all__ = [
     "SECAGG_STEPS",
     "SecureSumClient",
     "SecureSumResult",
+    "SecureSumSteps",
     "run_secure_sum",
     "secure_sum_config",
     "secure_sum_request",
@@ -138,31 +140,58 @@ class SecureSumClient:
         self._save(ctx, client, x)
         return dict(keys)
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
-        """Steps 2-4 (``step`` in :data:`SECAGG_STEPS`)."""
-        session = ctx.state.get(STATE_KEY)
-        if session is None or session["round"] != ctx.round:
-            raise ProtocolError(f"client {ctx.party}: {step} without a secure sum in progress "
-                                f"in round {ctx.round}")
-        client = SecAggClient.from_state(session["client"], self.rand_factory(ctx.party))
-        x = session["x"]
-        if step == STEP_SHARE:
-            out = client.share_keys(payload)
-        elif step == STEP_MASK:
-            out = client.masked_input_collection(payload, x)
-            x = None  # the input is not needed again
-        elif step == STEP_UNMASK:
-            out = client.unmasking(payload)
-            del ctx.state[STATE_KEY]
-            return dict(out)
-        else:
-            raise ValueError(f"not a secure-sum step: {step!r}")
+    def share(self, ctx: PartyContext, payload: Payload) -> Payload:
+        """Step 2: the Shamir shares of this client's secrets, encrypted for each peer."""
+        client, x = self._resume(ctx, STEP_SHARE)
+        out = client.share_keys(payload)
         self._save(ctx, client, x)
         return dict(out)
+
+    def mask(self, ctx: PartyContext, payload: Payload) -> Payload:
+        """Step 3: the masked, encoded input."""
+        client, x = self._resume(ctx, STEP_MASK)
+        out = client.masked_input_collection(payload, x)
+        self._save(ctx, client, None)  # the input is not needed again
+        return dict(out)
+
+    def unmask(self, ctx: PartyContext, payload: Payload) -> Payload:
+        """Step 4: the shares the server needs to remove the masks; ends this client's sum."""
+        client, _ = self._resume(ctx, STEP_UNMASK)
+        out = client.unmasking(payload)
+        del ctx.state[STATE_KEY]
+        return dict(out)
+
+    def _resume(self, ctx: PartyContext, step_name: str) -> tuple[SecAggClient, np.ndarray | None]:
+        session = ctx.state.get(STATE_KEY)
+        if session is None or session["round"] != ctx.round:
+            raise ProtocolError(f"client {ctx.party}: {step_name} without a secure sum in "
+                                f"progress in round {ctx.round}")
+        return SecAggClient.from_state(session["client"], self.rand_factory(ctx.party)), \
+            session["x"]
 
     @staticmethod
     def _save(ctx: PartyContext, client: SecAggClient, x: np.ndarray | None) -> None:
         ctx.state[STATE_KEY] = {"round": ctx.round, "client": client.export_state(), "x": x}
+
+
+class SecureSumSteps:
+    """Steps 2-4 declared for a client :class:`~fedrec.federation.runtime.PartyLogic` that
+    mixes this in and holds its :class:`SecureSumClient` as ``self.secure`` (step 1 is the
+    algorithm's own step, ending with :meth:`SecureSumClient.advertise`)."""
+
+    secure: SecureSumClient
+
+    @step(STEP_SHARE)
+    def secagg_share(self, ctx: PartyContext, payload: Payload) -> Payload:
+        return self.secure.share(ctx, payload)
+
+    @step(STEP_MASK)
+    def secagg_mask(self, ctx: PartyContext, payload: Payload) -> Payload:
+        return self.secure.mask(ctx, payload)
+
+    @step(STEP_UNMASK)
+    def secagg_unmask(self, ctx: PartyContext, payload: Payload) -> Payload:
+        return self.secure.unmask(ctx, payload)
 
 
 @dataclass

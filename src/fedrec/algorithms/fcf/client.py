@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.fcf.config import FCFConfig
+from fedrec.algorithms.fcf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.item_gradient import LocalMF
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.core.codec import Payload
@@ -17,10 +18,11 @@ from fedrec.data.types import Dataset
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import SECAGG_STEPS, SecureSumClient
+from fedrec.federation.secure_sum import SecureSumClient, SecureSumSteps
+from fedrec.federation.steps import step
 
 
-class FCFClient(PartyLogic):
+class FCFClient(SecureSumSteps, PartyLogic):
     """A device: its user factor (state) and its own rows (data)."""
 
     def __init__(self, cfg: FCFConfig, dataset: Dataset) -> None:
@@ -33,9 +35,6 @@ class FCFClient(PartyLogic):
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.local.init_state(self.cfg, secret)
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
-        return self.handle_cohort(step, [ctx], [payload])[0]
-
     def item_parameters(
         self, payload: Payload, ctx: PartyContext
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -45,24 +44,20 @@ class FCFClient(PartyLogic):
         b_i = torch.as_tensor(payload["item_bias"], device=ctx.device) if self.explicit else None
         return q, b_i
 
-    def handle_cohort(
-        self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
-    ) -> list[Payload]:
-        if step in SECAGG_STEPS:
-            return [self.secure.handle(step, c, p) for c, p in zip(ctxs, payloads, strict=True)]
-        if any(p is not payloads[0] for p in payloads):
-            raise ValueError("FCF expects the same broadcast for the whole cohort")
-        # Decoded once per cohort: every client received the same broadcast.
-        q, b_i = self.item_parameters(payloads[0], ctxs[0])
-        if step == "train":
-            out = self.local.train(self.cfg, ctxs, q, b_i)
-            if self.cfg.secure_aggregation:
-                return [self.secure.advertise(c, self.dense_upload(o), payloads[0])
-                        for c, o in zip(ctxs, out, strict=True)]
-            return out
-        if step == "evaluate":
-            return self.local.evaluate(self.cfg, ctxs, q, b_i, requested_split(payloads[0]))
-        raise ValueError(f"FCF clients have no step {step!r}")
+    # Both steps are broadcasts: the item parameters are decoded once for the whole cohort.
+    @step(TRAIN, cohort=True, broadcast=True)
+    def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+        q, b_i = self.item_parameters(payload, ctxs[0])
+        out = self.local.train(self.cfg, ctxs, q, b_i)
+        if self.cfg.secure_aggregation:  # the step ends with the keys, not the upload
+            return [self.secure.advertise(c, self.dense_upload(o), payload)
+                    for c, o in zip(ctxs, out, strict=True)]
+        return out
+
+    @step(EVALUATE, cohort=True, broadcast=True)
+    def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+        q, b_i = self.item_parameters(payload, ctxs[0])
+        return self.local.evaluate(self.cfg, ctxs, q, b_i, requested_split(payload))
 
     def dense_upload(self, msg: Payload) -> np.ndarray:
         """A client's sparse upload as one dense float64 vector over all items: the item-factor

@@ -10,6 +10,7 @@ import torch
 
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.fcf.config import FCFConfig
+from fedrec.algorithms.fcf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
@@ -46,7 +47,7 @@ class FCFServer(ServerLogic):
         selected = rt.sample_clients(n)
         if self.cfg.secure_aggregation:
             return self._secure_round(rt, selected)
-        replies = rt.broadcast("train", selected, self._broadcast())
+        replies = rt.broadcast(TRAIN, selected, self._broadcast())
         if not replies:
             rejected = sum(r["round"] == rnd for r in rt.ledger.rejected)
             raise ProtocolError(
@@ -75,7 +76,7 @@ class FCFServer(ServerLogic):
         size = num_items * (dim + (1 if self.explicit else 0))
         sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, cfg.secagg_clip,
                                    cfg.secagg_bits)
-        adverts = rt.broadcast("train", selected,
+        adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
         result = run_secure_sum(rt, adverts, sa_cfg)
         total = torch.from_numpy(result.total).to(self.q.device, self.q.dtype)
@@ -87,7 +88,7 @@ class FCFServer(ServerLogic):
         return {"clients": len(result.survivors), "dropped_after_keys": len(result.dropped)}
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast("evaluate", rt.client_ids, eval_request(self._broadcast(), split))
+        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), self.explicit)
 
     def privacy_report(self) -> dict[str, Any]:

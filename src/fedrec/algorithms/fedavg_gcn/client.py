@@ -13,16 +13,14 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.fedavg_gcn.config import FedAvgGCNConfig
+from fedrec.algorithms.fedavg_gcn.steps import EVALUATE, TRAIN
 from fedrec.core.codec import Payload
 from fedrec.data import HostPartition
 from fedrec.data.types import check_split
-from fedrec.errors import ProtocolError
 from fedrec.federation.runtime import PartyContext, PartyLogic
+from fedrec.federation.steps import step
 from fedrec.metrics.classification import f1_micro
 from fedrec.models import gcn
-
-TRAIN = "train"
-EVALUATE = "evaluate"
 
 
 def host_id(index: int) -> str:
@@ -38,19 +36,13 @@ class GCNHost(PartyLogic):
     def __init__(self, cfg: FedAvgGCNConfig) -> None:
         self.cfg = cfg
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload:
-        if step == TRAIN:
-            return self._train(ctx, payload)
-        if step == EVALUATE:
-            return self._evaluate(ctx, payload)
-        raise ProtocolError(f"a fedavg-gcn host has no step {step!r}")
-
     @staticmethod
     def _graph(part: HostPartition) -> tuple[torch.Tensor, torch.Tensor]:
         return gcn.normalized_adjacency(part.edge_index, part.num_nodes), gcn.row_normalized(
             part.x)
 
-    def _train(self, ctx: PartyContext, payload: Payload) -> Payload:
+    @step(TRAIN, broadcast=True)
+    def train(self, ctx: PartyContext, payload: Payload) -> Payload:
         part: HostPartition = ctx.data
         params = {k: v.clone().requires_grad_() for k, v in weights_of(payload).items()}
         train = torch.from_numpy(np.flatnonzero(part.train_mask))
@@ -71,7 +63,8 @@ class GCNHost(PartyLogic):
         return {**{k: v.detach() for k, v in params.items()}, "n": len(train),
                 "loss": float(loss.detach())}
 
-    def _evaluate(self, ctx: PartyContext, payload: Payload) -> Payload:
+    @step(EVALUATE, broadcast=True)
+    def evaluate(self, ctx: PartyContext, payload: Payload) -> Payload:
         part: HostPartition = ctx.data
         split = check_split(str(payload["split"]))
         nodes = np.flatnonzero(part.val_mask if split == "valid" else part.test_mask)

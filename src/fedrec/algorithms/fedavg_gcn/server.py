@@ -7,8 +7,8 @@ from typing import Any
 import torch
 
 from fedrec.algorithms.base import ServerLogic
-from fedrec.algorithms.fedavg_gcn.client import EVALUATE, TRAIN
 from fedrec.algorithms.fedavg_gcn.config import FedAvgGCNConfig
+from fedrec.algorithms.fedavg_gcn.steps import EVALUATE, TRAIN
 from fedrec.core.rng import torch_generator
 from fedrec.data.types import check_split
 from fedrec.errors import ProtocolError

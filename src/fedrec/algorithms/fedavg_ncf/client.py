@@ -3,17 +3,19 @@ its own user embedding, trains it locally, uploads it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from fedrec.algorithms.fedavg_ncf.config import FedAvgNCFConfig, server_param_names
+from fedrec.algorithms.fedavg_ncf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.algorithms.ncf_common import NeuMFCohort
 from fedrec.core.codec import Payload
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
+from fedrec.federation.steps import step
 
 
 class FedAvgNCFClient(PartyLogic):
@@ -31,9 +33,6 @@ class FedAvgNCFClient(PartyLogic):
         state = self.cohort.init_state(data, secret)  # fixed negatives, initial user embedding
         state["params"] = {"user": state["params"]["user"]}
         return state
-
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload | None:
-        return self.handle_cohort(step, [ctx], [payload])[0]
 
     def _load(self, ctxs: Sequence[PartyContext], glob: Payload) -> None:
         params = {k: torch.as_tensor(glob[k]).float() for k in server_param_names(self.shape)}
@@ -55,21 +54,25 @@ class FedAvgNCFClient(PartyLogic):
             c.state["items"] = torch.empty(0, dtype=torch.int64)
             c.state["rows"] = torch.empty(0, 2 * self.shape.dim)
 
-    def handle_cohort(
-        self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
-    ) -> list[Payload | None]:
-        if any(p is not payloads[0] for p in payloads):
-            raise ValueError("FedAvg-NCF expects the same broadcast for the whole cohort")
-        if step not in ("train", "evaluate"):
-            raise ValueError(f"FedAvg-NCF clients have no step {step!r}")
-        out: list[Payload | None] = []
+    @step(TRAIN, cohort=True, broadcast=True)
+    def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+        return self._in_chunks(ctxs, payload, self._local_train)
+
+    @step(EVALUATE, cohort=True, broadcast=True)
+    def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+        split = requested_split(payload)
+        return self._in_chunks(ctxs, payload, lambda part: self.cohort.evaluate(
+            part, split, self._global_rows_of))
+
+    def _in_chunks(self, ctxs: Sequence[PartyContext], payload: Payload,
+                   work: Callable[[Sequence[PartyContext]], list[Payload]]) -> list[Payload]:
+        """``work`` on chunks of the cohort, each with the broadcast global model loaded."""
+        out: list[Payload] = []
         for start in range(0, len(ctxs), self.chunk):  # bounds memory; clients are independent
             part = ctxs[start : start + self.chunk]
-            self._load(part, payloads[0])
+            self._load(part, payload)
             try:
-                out.extend(self._local_train(part) if step == "train"
-                           else self.cohort.evaluate(part, requested_split(payloads[0]),
-                                                     self._global_rows_of))
+                out.extend(work(part))
             finally:
                 self._unload(part)
         return out

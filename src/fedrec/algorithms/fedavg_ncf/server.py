@@ -9,6 +9,7 @@ import torch
 
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.fedavg_ncf.config import FedAvgNCFConfig, server_param_names
+from fedrec.algorithms.fedavg_ncf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import derive_seed
@@ -38,7 +39,7 @@ class FedAvgNCFServer(ServerLogic):
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         selected = rt.sample_clients(self.cfg.clients_per_round or len(rt.client_ids))
-        replies = rt.broadcast("train", selected, self._broadcast())
+        replies = rt.broadcast(TRAIN, selected, self._broadcast())
         if not replies:
             raise ProtocolError(f"round {rnd}: no client upload arrived")
         ups = [replies[c] for c in sorted(replies)]
@@ -49,7 +50,7 @@ class FedAvgNCFServer(ServerLogic):
                 "train_rows": float(sum(int(u["n"]) for u in ups))}
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast("evaluate", rt.client_ids, eval_request(self._broadcast(), split))
+        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def privacy_report(self) -> dict[str, Any]:

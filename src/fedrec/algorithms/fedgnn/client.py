@@ -11,6 +11,13 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.fedgnn.config import FedGNNConfig, ldp_mechanism, ring_bound
+from fedrec.algorithms.fedgnn.steps import (
+    EVALUATE,
+    EXPAND_INSTALL,
+    EXPAND_KEY,
+    EXPAND_MATCH,
+    TRAIN,
+)
 from fedrec.algorithms.mf_common import rating_unit, requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.partition import ClientData
@@ -18,13 +25,14 @@ from fedrec.errors import ProtocolError
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, cohort_chunks
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import SECAGG_STEPS, SecureSumClient
+from fedrec.federation.secure_sum import SecureSumClient, SecureSumSteps
+from fedrec.federation.steps import step
 from fedrec.models import gnn
 from fedrec.models.gnn import pad_subgraphs, pad_tests
 from fedrec.privacy import ItemTokenizer, clip_linf
 
 
-class FedGNNClient(PartyLogic):
+class FedGNNClient(SecureSumSteps, PartyLogic):
     """A device: its ratings (data), its user embedding and the mean of its neighbours (state)."""
 
     def __init__(self, cfg: FedGNNConfig, num_items: int, mu: float,
@@ -48,39 +56,38 @@ class FedGNNClient(PartyLogic):
             e_u = torch.cat([e_u, torch.zeros(1)])
         return {"e_u": e_u, "nb_mean": None}
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Any:
-        return self.handle_cohort(step, [ctx], [payload])[0]
-
     def handle_cohort(self, step: str, ctxs: Sequence[PartyContext],
                       payloads: Sequence[Payload]) -> list[Any]:
         for c in ctxs:  # neighbour lists wait in the inbox until the client is next reached
-            self._install(c)
-        if step in SECAGG_STEPS:
-            return [self.secure.handle(step, c, p) for c, p in zip(ctxs, payloads, strict=True)]
-        if step == "train":
-            out = self._train(ctxs, payloads[0])
-            if self.cfg.item_privacy == "secure_sum":  # the step ends with the keys, not x
-                return [self.secure.advertise(c, x, payloads[0])
-                        for c, x in zip(ctxs, out, strict=True)]
-            return out
-        if step == "evaluate":
-            return self._evaluate(ctxs, payloads[0])
-        if step == "expand_key":
-            return [self._send_tokens(c, p) for c, p in zip(ctxs, payloads, strict=True)]
-        if step == "expand_install":
-            return [None] * len(ctxs)
-        raise ValueError(f"FedGNN clients have no step {step!r}")
+            self._read_neighbours(c)
+        return super().handle_cohort(step, ctxs, payloads)
+
+    @step(TRAIN, cohort=True, broadcast=True)
+    def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Any]:
+        out = self._train(ctxs, payload)
+        if self.cfg.item_privacy == "secure_sum":  # the step ends with the keys, not x
+            return [self.secure.advertise(c, x, payload) for c, x in zip(ctxs, out, strict=True)]
+        return out
+
+    @step(EVALUATE, cohort=True, broadcast=True)
+    def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+        return self._evaluate(ctxs, payload)
 
     # -- graph expansion ----------------------------------------------------------------------
-    def _send_tokens(self, ctx: PartyContext, payload: Payload) -> Routed:
+    @step(EXPAND_KEY, broadcast=True)
+    def send_tokens(self, ctx: PartyContext, payload: Payload) -> Routed:
         data: ClientData = ctx.data
         tokens = ItemTokenizer(bytes(payload["key"])).tokens(data.train_items.astype(np.int64))
         return Routed({THIRD_PARTY: {"tokens": tokens, "embedding":
                                     ctx.state["e_u"][: self.cfg.dim].clone()}})
 
-    def _install(self, ctx: PartyContext) -> None:
+    @step(EXPAND_INSTALL, broadcast=True)
+    def install(self, ctx: PartyContext, payload: Payload) -> None:
+        """Nothing more: the neighbour lists were read from the inbox on arrival."""
+
+    def _read_neighbours(self, ctx: PartyContext) -> None:
         for msg in ctx.inbox:
-            if msg.sender == THIRD_PARTY and msg.step == "expand_match":
+            if msg.sender == THIRD_PARTY and msg.step == EXPAND_MATCH:
                 nb = torch.as_tensor(msg.payload["embeddings"]).float()
                 count = torch.as_tensor(msg.payload["counts"]).long()
                 if nb.shape[0] != ctx.data.num_train:

@@ -11,6 +11,13 @@ import torch
 
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.fedgnn.config import FedGNNConfig, ldp_mechanism, ring_bound
+from fedrec.algorithms.fedgnn.steps import (
+    EVALUATE,
+    EXPAND_INSTALL,
+    EXPAND_KEY,
+    EXPAND_MATCH,
+    TRAIN,
+)
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.core.codec import Payload
@@ -84,9 +91,9 @@ class FedGNNServer(ServerLogic):
         raw = rt.server_secret.key_bytes(rt.round, "fedgnn-expansion-key", size=32)  # AES-256
         key = np.frombuffer(raw, dtype=np.uint8).copy()
         clients = list(rt.client_ids)
-        rt.broadcast("expand_key", clients, {"key": key})
-        rt.call("expand_match", {THIRD_PARTY: {}})
-        rt.broadcast("expand_install", clients, {})
+        rt.broadcast(EXPAND_KEY, clients, {"key": key})
+        rt.call(EXPAND_MATCH, {THIRD_PARTY: {}})
+        rt.broadcast(EXPAND_INSTALL, clients, {})
         self.expansions += 1
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
@@ -100,7 +107,7 @@ class FedGNNServer(ServerLogic):
         if self.cfg.item_privacy == "secure_sum":
             g_model, g_items, uploads, senders = self.secure_sum(rt, selected, stats)
         else:
-            replies = rt.broadcast("train", selected, self._broadcast())
+            replies = rt.broadcast(TRAIN, selected, self._broadcast())
             if not replies:
                 raise ProtocolError(f"round {rnd}: no client update arrived")
             g_model, g_items, uploads = self._sum_uploads(replies)
@@ -156,7 +163,7 @@ class FedGNNServer(ServerLogic):
         size = grads + (num_items if cfg.item_avg == "uploaders" else 0)
         sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, bound,
                                    cfg.secagg_bits)
-        adverts = rt.broadcast("train", selected,
+        adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
         result = run_secure_sum(rt, adverts, sa_cfg)
         total = torch.from_numpy(result.total)
@@ -169,7 +176,7 @@ class FedGNNServer(ServerLogic):
                 list(result.survivors))
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast("evaluate", rt.client_ids, eval_request(self._broadcast(), split))
+        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), True)
 
     def privacy_report(self) -> dict[str, Any]:

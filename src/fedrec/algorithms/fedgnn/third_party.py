@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedrec.algorithms.fedgnn.steps import EXPAND_KEY, EXPAND_MATCH
 from fedrec.core.codec import Payload
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed
+from fedrec.federation.steps import step
 
 
 class FedGNNThirdParty(PartyLogic):
@@ -18,12 +20,11 @@ class FedGNNThirdParty(PartyLogic):
     def __init__(self, neighbours: int) -> None:
         self.neighbours = neighbours
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Routed:
-        if step != "expand_match":
-            raise ValueError(f"the third party has no step {step!r}")
+    @step(EXPAND_MATCH)
+    def match(self, ctx: PartyContext, payload: Payload) -> Routed:
         senders, tokens, embs = [], [], []
         for msg in ctx.inbox:
-            if msg.step == "expand_key":
+            if msg.step == EXPAND_KEY:
                 senders.append(msg.sender)
                 tokens.append(np.asarray(msg.payload["tokens"]))
                 embs.append(torch.as_tensor(msg.payload["embedding"]).float())

@@ -11,12 +11,14 @@ import torch
 from phe import PaillierPrivateKey, PaillierPublicKey
 
 from fedrec.algorithms.fedmf.config import FedMFConfig
+from fedrec.algorithms.fedmf.steps import EVALUATE, PUBLIC_KEY, TRAIN
 from fedrec.algorithms.item_gradient import LocalMF
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.types import RatingDataset
 from fedrec.federation.runtime import Outgoing, PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
+from fedrec.federation.steps import step
 from fedrec.privacy.paillier import (
     EncryptedArray,
     generate_keypair,
@@ -55,24 +57,21 @@ class FedMFClient(PartyLogic):
         v = torch.as_tensor(table, dtype=torch.float32, device=ctx.device)
         return v[:, :-1].contiguous(), v[:, -1].contiguous()
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Outgoing:
-        return self.handle_cohort(step, [ctx], [payload])[0]
+    @step(PUBLIC_KEY)
+    def public_key(self, ctx: PartyContext, payload: Payload) -> Payload:
+        return {"n": public_key_to_bytes(self.keys(ctx)[0])}
 
-    def handle_cohort(
-        self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
-    ) -> list[Outgoing]:
-        if step == "public_key":
-            return [{"n": public_key_to_bytes(self.keys(c)[0])} for c in ctxs]
-        if step not in ("train", "evaluate"):
-            raise ValueError(f"FedMF clients have no step {step!r}")
-        if any(p is not payloads[0] for p in payloads):
-            raise ValueError("FCF expects the same broadcast for the whole cohort")
-        # Decrypted once per cohort: every client received the same broadcast.
-        q, b_i = self.item_parameters(payloads[0], ctxs[0])
-        if step == "train":
-            out = self.local.train(self.cfg, ctxs, q, b_i)
-            return [self._encrypt_update(c, msg) for c, msg in zip(ctxs, out, strict=True)]
-        return list(self.local.evaluate(self.cfg, ctxs, q, b_i, requested_split(payloads[0])))
+    # Both steps are broadcasts: the table is decrypted once for the whole cohort.
+    @step(TRAIN, cohort=True, broadcast=True)
+    def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Outgoing]:
+        q, b_i = self.item_parameters(payload, ctxs[0])
+        out = self.local.train(self.cfg, ctxs, q, b_i)
+        return [self._encrypt_update(c, msg) for c, msg in zip(ctxs, out, strict=True)]
+
+    @step(EVALUATE, cohort=True, broadcast=True)
+    def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Outgoing]:
+        q, b_i = self.item_parameters(payload, ctxs[0])
+        return list(self.local.evaluate(self.cfg, ctxs, q, b_i, requested_split(payload)))
 
     def _encrypt_update(self, ctx: PartyContext, msg: Payload) -> Payload | None:
         """FCF's plaintext upload ``(items, grad_q, grad_b)`` -> ``Enc(-lr · g)``."""

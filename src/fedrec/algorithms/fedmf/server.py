@@ -11,6 +11,7 @@ from phe import PaillierPublicKey
 
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.fedmf.config import FedMFConfig
+from fedrec.algorithms.fedmf.steps import EVALUATE, PUBLIC_KEY, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
@@ -34,7 +35,7 @@ class FedMFServer(ServerLogic):
         """Fetch the clients' public key; store the (public) initial table, encrypted."""
         reply = None
         for client in candidates:  # any key holder will do; the next one if it dropped out
-            reply = rt.call("public_key", {client: {}}).get(client)
+            reply = rt.call(PUBLIC_KEY, {client: {}}).get(client)
             if reply is not None:
                 break
         if reply is None:
@@ -56,7 +57,7 @@ class FedMFServer(ServerLogic):
         if self.table is None:
             self._setup(rt, selected)
         assert self.table is not None and self.public_key is not None
-        replies = rt.broadcast("train", selected, {"table": self.table.to_wire()})
+        replies = rt.broadcast(TRAIN, selected, {"table": self.table.to_wire()})
         if not replies:
             raise ProtocolError(
                 f"round {rnd}: no client update arrived (dropped out, or abstained after a "
@@ -86,7 +87,7 @@ class FedMFServer(ServerLogic):
         if self.table is None:  # before the first round: set up with the first clients
             self._setup(rt, rt.client_ids)
         assert self.table is not None
-        replies = rt.broadcast("evaluate", rt.client_ids,
+        replies = rt.broadcast(EVALUATE, rt.client_ids,
                                eval_request({"table": self.table.to_wire()}, split))
         return reduce_client_metrics(replies.values(), explicit=True)
 

@@ -12,11 +12,13 @@ import torch
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.algorithms.ncf_common import CohortFit, NeuMFCohort, rank_within
 from fedrec.algorithms.ptf_fedrec.config import PTFFedRecConfig
+from fedrec.algorithms.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
 from fedrec.core.codec import Payload
 from fedrec.core.rng import counter_uniform
 from fedrec.errors import ProtocolError
 from fedrec.federation.runtime import PartyContext, PartyLogic, cohort_chunks
 from fedrec.federation.secrets import PartySecret
+from fedrec.federation.steps import step
 
 
 def _laplace(u: torch.Tensor, scale: float) -> torch.Tensor:
@@ -61,34 +63,30 @@ class PTFClient(PartyLogic):
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.cohort.init_state(data, secret)
 
-    def handle(self, step: str, ctx: PartyContext, payload: Payload) -> Payload | None:
-        return self.handle_cohort(step, [ctx], [payload])[0]
+    @step(DISPERSE)
+    def disperse(self, ctx: PartyContext, payload: Payload) -> None:
+        items = torch.as_tensor(payload["items"]).to(torch.int64)
+        # The server does not know the client's positives and may disperse one: the client
+        # drops it, keeping its own label 1 (the authors' server_data_clean).
+        keep = torch.from_numpy(~np.isin(items.numpy(), ctx.data.train_items))
+        ctx.state["soft_items"] = items[keep]
+        ctx.state["soft_scores"] = torch.as_tensor(payload["scores"]).float()[keep]
 
-    def handle_cohort(
-        self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload]
-    ) -> list[Payload | None]:
-        if step == "disperse":
-            for ctx, p in zip(ctxs, payloads, strict=True):
-                items = torch.as_tensor(p["items"]).to(torch.int64)
-                # The server does not know the client's positives and may disperse one: the
-                # client drops it, keeping its own label 1 (the authors' server_data_clean).
-                keep = torch.from_numpy(~np.isin(items.numpy(), ctx.data.train_items))
-                ctx.state["soft_items"] = items[keep]
-                ctx.state["soft_scores"] = torch.as_tensor(p["scores"]).float()[keep]
-            return [None] * len(ctxs)
-        if step == "train":
-            # Groups of similar-sized clients bound the padded batches' memory (Gowalla's 30k
-            # clients at once need more than 24 GiB); each client's training is its own.
-            sizes = np.array([c.data.num_train + len(c.state["negatives"])
-                              + len(c.state["soft_items"]) for c in ctxs])
-            out: list[Payload | None] = [None] * len(ctxs)
-            for idx in cohort_chunks(sizes, self.cfg.chunk_samples):
-                for i, up in zip(idx.tolist(), self._train([ctxs[i] for i in idx]), strict=True):
-                    out[i] = up
-            return out
-        if step == "evaluate":
-            return self.cohort.evaluate(ctxs, requested_split(payloads[0]))
-        raise ValueError(f"PTF-FedRec clients have no step {step!r}")
+    @step(TRAIN, cohort=True, broadcast=True)
+    def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload | None]:
+        # Groups of similar-sized clients bound the padded batches' memory (Gowalla's 30k
+        # clients at once need more than 24 GiB); each client's training is its own.
+        sizes = np.array([c.data.num_train + len(c.state["negatives"])
+                          + len(c.state["soft_items"]) for c in ctxs])
+        out: list[Payload | None] = [None] * len(ctxs)
+        for idx in cohort_chunks(sizes, self.cfg.chunk_samples):
+            for i, up in zip(idx.tolist(), self._train([ctxs[i] for i in idx]), strict=True):
+                out[i] = up
+        return out
+
+    @step(EVALUATE, cohort=True, broadcast=True)
+    def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+        return self.cohort.evaluate(ctxs, requested_split(payload))
 
     # -- model state -----------------------------------------------------------------------
     def _train(self, ctxs: Sequence[PartyContext]) -> list[Payload]:

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.algorithms.ptf_fedrec.config import PTFFedRecConfig
+from fedrec.algorithms.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
 from fedrec.errors import ProtocolError
@@ -75,7 +76,7 @@ class PTFServer(ServerLogic):
         cfg = self.cfg
         selected = rt.sample_clients(cfg.clients_per_round or len(rt.client_ids))
         t0 = time.perf_counter()  # the round's time split: clients, server, dispersal
-        replies = rt.broadcast("train", selected, {})
+        replies = rt.broadcast(TRAIN, selected, {})
         t_clients = time.perf_counter() - t0
         if not replies:
             raise ProtocolError(f"round {rnd}: no client upload arrived")
@@ -177,7 +178,7 @@ class PTFServer(ServerLogic):
         disp = self.dispersal(clients, ups, rnd)
         requests = {c: {"items": it, "scores": sc} for c, (it, sc) in zip(clients, disp,
                                                                            strict=True)}
-        rt.call("disperse", requests)
+        rt.call(DISPERSE, requests)
         return len(requests)
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
@@ -187,7 +188,7 @@ class PTFServer(ServerLogic):
             u_emb, i_emb = self._embeddings()
             out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T, split)
         if cfg.eval_clients:
-            replies = rt.broadcast("evaluate", rt.client_ids, eval_request({}, split))
+            replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request({}, split))
             client = reduce_client_metrics(replies.values(), explicit=False)
             out.update({f"client_{k}": v for k, v in client.items()})
         return out

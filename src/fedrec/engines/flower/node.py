@@ -156,6 +156,10 @@ class NodeHost:
         private = {p: wire.PartyKeys.from_private_bytes(bytes.fromhex(h))
                    for p, h in info["private"].items()}
         step, rnd, caller = header["step"], int(header["round"]), header["caller"]
+        # A broadcast is one payload (one blob) for every target, and the header says so.
+        broadcast = bool(header["broadcast"])
+        if broadcast and len({k for _, k in header["targets"]}) != 1:
+            raise ProtocolError(f"broadcast of {step!r} carries more than one payload")
         hosted = set(info["parties"])
         logic, data = self._job(directory)
         states = self._load_states()
@@ -190,7 +194,7 @@ class NodeHost:
             ctxs.append(PartyContext(
                 party=party, data=data[party], state=states[party], round=rnd, step=step,
                 secret=secret, role_secret=secrets.role(self.role),
-                inbox=inbox.pop(party, []), device=torch.device("cpu")))
+                inbox=inbox.pop(party, []), device=torch.device("cpu"), broadcast=broadcast))
         outs = logic.handle_cohort(step, ctxs, [decoded[k] for _, k in header["targets"]]) \
             if ctxs else []
         self._save_states(states)

@@ -176,9 +176,8 @@ class FlowerRuntime(Runtime):
             obs(msg)
         return True
 
-    def call(
-        self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId = SERVER
-    ) -> dict[PartyId, Payload]:
+    def _send(self, step: str, requests: Mapping[PartyId, Payload], *, sender: PartyId,
+              broadcast: bool) -> dict[PartyId, Payload]:
         per_node: dict[int, list[tuple[PartyId, Payload]]] = defaultdict(list)
         sent_order: list[PartyId] = []
         cache: dict[int, tuple[int, bool]] = {}
@@ -198,7 +197,8 @@ class FlowerRuntime(Runtime):
                 continue
             per_node[node].append((party, payload))
             sent_order.append(party)
-        contents = {node: self._request(step, sender, items) for node, items in per_node.items()}
+        contents = {node: self._request(step, sender, items, broadcast)
+                    for node, items in per_node.items()}
         answers = self._exchange(contents, self.round)
         for node in per_node:
             if node not in answers and node not in self.dead:
@@ -237,8 +237,8 @@ class FlowerRuntime(Runtime):
         return replies
 
     # -- transport ---------------------------------------------------------------------------
-    def _request(self, step: str, sender: PartyId,
-                 items: list[tuple[PartyId, Payload]]) -> Any:
+    def _request(self, step: str, sender: PartyId, items: list[tuple[PartyId, Payload]],
+                 broadcast: bool) -> Any:
         blobs: dict[str, bytes] = {}
         schemas: dict[str, Any] = {}
         keys: dict[int, str] = {}
@@ -256,7 +256,7 @@ class FlowerRuntime(Runtime):
                 mail.append([m.receiver, m.sender, m.step, m.round, key])
         header: dict[str, Any] = {"kind": "step", "step": step, "round": self.round,
                                   "caller": sender, "targets": targets, "schemas": schemas,
-                                  "mail": mail}
+                                  "mail": mail, "broadcast": broadcast}
         node = self.node_of[items[0][0]]
         if node not in self._told_directory:
             header["directory"] = self._directory

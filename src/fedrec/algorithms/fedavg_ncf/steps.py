@@ -1,0 +1,4 @@
+"""FedAvg-NCF's step names (on the wire and in the ledger), shared by its server and clients."""
+
+TRAIN = "train"
+EVALUATE = "evaluate"
