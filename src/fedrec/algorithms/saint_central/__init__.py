@@ -46,6 +46,7 @@ from fedrec.data.sampling import (
     estimate_normalization,
 )
 from fedrec.data.types import Dataset
+from fedrec.errors import ConfigError
 from fedrec.models import gcn
 
 NAME = "saint-central"
@@ -77,8 +78,15 @@ class SaintCentralConfig(GCNNodeConfig):
 
 
 def make_sampler(cfg: SaintCentralConfig, graph: CsrGraph) -> Sampler:
-    """The sampler ``cfg.sampler`` names, with its budgets (a bad budget: one-line
-    ConfigError from the sampler)."""
+    """The sampler ``cfg.sampler`` names, with its budgets; a budget the graph cannot meet is
+    the sampler's one-line ConfigError, prefixed with the sampler's name."""
+    try:
+        return _sampler(cfg, graph)
+    except ConfigError as err:
+        raise ConfigError(f"{NAME} sampler={cfg.sampler}: {err}") from err
+
+
+def _sampler(cfg: SaintCentralConfig, graph: CsrGraph) -> Sampler:
     if cfg.sampler == "node":
         return NodeSampler(graph, cfg.node_budget)
     if cfg.sampler == "edge":
