@@ -10,7 +10,7 @@ import pytest
 
 from fedrec.data import load_dataset
 from fedrec.data.loaders.planetoid import safe_load_pickle
-from fedrec.errors import DataError
+from fedrec.errors import ConfigError, DataError
 
 SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 CASES = [("cora", 2708, 1433, 7, 140, 5278, 0), ("citeseer", 3327, 3703, 6, 120, 4552, 15)]
@@ -82,3 +82,18 @@ def test_corrupt_pickle_in_dataset(
     replace_file(tmp_path / "planetoid/ind.cora.test.index", b"2692\n27x\n")
     with pytest.raises(DataError, match=r"ind\.cora\.test\.index line 2: node id '27x'"):
         load_dataset("cora", tmp_path)
+
+
+def test_random_split_is_seeded_60_20_20_of_the_labelled_nodes(data_root: Path, need) -> None:
+    need(data_root / "planetoid", *(f"ind.cora.{s}" for s in SUFFIXES))
+    g = load_dataset("cora", data_root, split="random", seed=3)
+    assert (g.train_mask.sum(), g.val_mask.sum(), g.test_mask.sum()) == (1625, 542, 541)
+    masks = np.stack([g.train_mask, g.val_mask, g.test_mask])
+    assert (masks.sum(axis=0) == 1).all()  # a partition of Cora's nodes (all labelled)
+    assert g.meta["validation"] == "given val_mask"  # not carved again from train
+    again = load_dataset("cora", data_root, split="random", seed=3)
+    other = load_dataset("cora", data_root, split="random", seed=4)
+    assert np.array_equal(g.test_mask, again.test_mask)
+    assert not np.array_equal(g.test_mask, other.test_mask)
+    with pytest.raises(ConfigError, match="split must be one of public, random"):
+        load_dataset("cora", data_root, split="randm")

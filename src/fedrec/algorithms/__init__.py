@@ -4,7 +4,8 @@ A method's package (``fedrec.algorithms.<method>``) holds its config, client and
 exposes the :class:`AlgorithmSpec` it registers; no method imports another (an import-linter
 ``independence`` contract). What methods share lives in the modules beside them: ``base``,
 ``mf_common``, ``item_gradient`` (FCF's client step, also FedMF's), ``ncf_common`` (NeuMF
-clients on the implicit split), ``gnn_common`` (FedGNN's model options)."""
+clients on the implicit split), ``gnn_common`` (FedGNN's model options), ``gcn_common``
+(the centralized node-classification GCNs' options, trainer base and evaluation)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ from fedrec.algorithms import (
     fedavg_ncf,
     fedgnn,
     fedmf,
+    gcn_central,
     gnn_central,
     pmf,
     ptf_fedrec,
+    saint_central,
 )
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
 from fedrec.config import RunConfig, build_config, default_config_text
@@ -41,6 +44,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         fedgnn.SPEC,
         gnn_central.SPEC,
         fedavg_gcn.SPEC,
+        gcn_central.SPEC,
+        saint_central.SPEC,
     )
 }
 

@@ -81,12 +81,15 @@ def _planetoid(name: str, title: str, description: str) -> DatasetSpec:
     return DatasetSpec(
         name=name,
         kind="graph",
-        description=f"{title}: {description}; Planetoid public split",
+        description=f"{title}: {description}; Planetoid public split (or a random 60/20/20)",
         files=tuple(f"ind.{name}.{s}" for s in _PLANETOID_SUFFIXES),
         url="https://github.com/kimiyoung/planetoid",
         citation=_PLANETOID_CITE,
         dirname="planetoid",
         license="MIT (planetoid repository); LINQS data",
+        options={"split": "'public' (default: Planetoid's train/500 val/test) or 'random' "
+                          "(60/20/20 of the labelled nodes)",
+                 "seed": "seed of split='random' (default 0)"},
     )
 
 

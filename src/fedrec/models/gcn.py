@@ -6,6 +6,11 @@
     H     = ReLU(A_hat drop(X) W1 + b1)
     Z     = A_hat drop(H) W2 + b2            (logits; softmax cross-entropy on labelled nodes)
 
+Minibatch training on a GraphSAINT subgraph (:mod:`fedrec.data.sampling`) uses the same layers
+with :func:`subgraph_adjacency` in place of ``A_hat``: the entries of ``A_hat`` between the
+subgraph's nodes (full-graph degrees), each divided by GraphSAINT's aggregator coefficient
+``alpha_{u,v}``, which makes a sampled node's aggregation unbiased for its full-graph one.
+
 The weights are a plain ``{name: tensor}`` dict (what FedAvg averages and a message carries);
 ``A_hat`` is one sparse CSR matrix multiplied with dense features: on the graphs here that is
 several times faster than message passing with scatter ops. Dropout masks come from the caller's
@@ -20,6 +25,9 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
+import torch.nn.functional as F
+
+from fedrec.data.sampling import Subgraph
 
 Params = dict[str, torch.Tensor]
 PARAM_NAMES = ("w1", "b1", "w2", "b2")
@@ -67,7 +75,7 @@ def init_params(num_features: int, hidden: int, num_classes: int,
 def _dropout(x: torch.Tensor, rate: float, generator: torch.Generator | None) -> torch.Tensor:
     if rate <= 0 or generator is None:
         return x
-    keep = torch.rand(x.shape, generator=generator) >= rate
+    keep = torch.rand(x.shape, generator=generator, device=x.device) >= rate
     return x * keep / (1.0 - rate)
 
 
@@ -76,3 +84,37 @@ def logits(p: Params, adj: torch.Tensor, x: torch.Tensor, dropout: float = 0.0,
     """``Z`` of the module docstring; dropout only with a ``generator`` (training)."""
     h = torch.relu(adj @ (_dropout(x, dropout, generator) @ p["w1"]) + p["b1"])
     return adj @ (_dropout(h, dropout, generator) @ p["w2"]) + p["b2"]
+
+
+def subgraph_adjacency(sub: Subgraph, degree: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """The GraphSAINT operator of subgraph ``sub`` (module docstring) as a float32 sparse CSR
+    tensor in its local ids: entry ``(v, u)`` is ``1 / sqrt((deg_v + 1)(deg_u + 1)) /
+    alpha[k]`` for the subgraph's entry ``k`` (its parent CSR position ``sub.edge_ids[k]``), the
+    diagonal ``1 / (deg_v + 1)`` (a node always aggregates itself: ``alpha_{v,v} = 1``).
+    ``degree`` is the full graph's (no self loops), ``alpha`` indexed by its CSR positions."""
+    n = sub.num_nodes
+    dev = sub.nodes.device
+    inv_sqrt = (degree[sub.nodes].to(torch.float64) + 1.0).rsqrt()
+    rows = torch.repeat_interleave(torch.arange(n, device=dev), torch.diff(sub.indptr))
+    values = inv_sqrt[rows] * inv_sqrt[sub.indices] / alpha[sub.edge_ids].to(torch.float64)
+    loops = torch.arange(n, device=dev)
+    index = torch.stack([torch.cat([rows, loops]), torch.cat([sub.indices, loops])])
+    data = torch.cat([values, inv_sqrt.square()]).float()
+    coo = torch.sparse_coo_tensor(index, data, (n, n), check_invariants=False)
+    with warnings.catch_warnings():  # "sparse CSR support is in beta", as above
+        warnings.simplefilter("ignore", UserWarning)
+        return coo.coalesce().to_sparse_csr()
+
+
+def node_losses(z: torch.Tensor, y: torch.Tensor, multilabel: bool) -> torch.Tensor:
+    """Each node's loss from its logits ``z``: softmax cross-entropy against class ids ``y``,
+    or for multi-label 0/1 ``y`` the binary cross-entropy averaged over the labels (so the
+    mean over nodes is GraphSAINT's mean over all (node, label) entries)."""
+    if multilabel:
+        return F.binary_cross_entropy_with_logits(z, y.float(), reduction="none").mean(dim=1)
+    return F.cross_entropy(z, y, reduction="none")
+
+
+def predict(z: torch.Tensor, multilabel: bool) -> torch.Tensor:
+    """Class ids (the arg-max), or for multi-label the 0/1 labels with a positive logit."""
+    return (z > 0).to(torch.int64) if multilabel else z.argmax(dim=1)

@@ -10,8 +10,11 @@ Assembly follows Kipf & Welling / PyG: nodes are ``allx`` then ``tx`` with the t
 the positions in ``test.index``. CiteSeer's test index has gaps (isolated test nodes absent from
 ``tx``); the standard fix pads ``tx``/``ty`` with zero rows over the full index range (those nodes
 get label 0, as in PyG, are not in any mask, and are counted in ``meta["unlabeled_nodes"]``).
-Public split: the first ``len(y)`` nodes train (Cora 140), the next 500 validation, the
-``test.index`` nodes test (1000). Edges are symmetrised, de-duplicated and self loops dropped.
+Public split (``split="public"``, the default): the first ``len(y)`` nodes train (Cora 140), the
+next 500 validation, the ``test.index`` nodes test (1000). ``split="random"``: the labelled nodes
+shuffled with ``seed`` and cut 60/20/20 into train, validation and test (``round(0.6 n)`` and
+``round(0.2 n)`` nodes, the rest test; Cora 1625/542/541), the random split FederatedScope-GNN's
+and Feras's Cora results use. Edges are symmetrised, de-duplicated and self loops dropped.
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ import scipy.sparse as sp
 
 from fedrec.data.loaders._common import fail, load_numeric_table, require_files
 from fedrec.data.types import GraphDataset
+from fedrec.errors import ConfigError
 
 SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 NUM_VAL = 500
+SPLITS = ("public", "random")
+#: Train and validation shares of ``split="random"`` (the rest is test).
+RANDOM_TRAIN, RANDOM_VAL = 0.6, 0.2
 
 
 def _np_core():
@@ -133,8 +140,13 @@ def undirected_edge_index(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarra
     return np.stack([code // n, code % n]).astype(np.int64)
 
 
-def load_planetoid(root: Path, name: str) -> GraphDataset:
-    """Load ``ind.<name>.*`` from ``root`` with the public split."""
+def load_planetoid(root: Path, name: str, split: str = "public", seed: int = 0) -> GraphDataset:
+    """Load ``ind.<name>.*`` from ``root`` with the public split, or the seeded random 60/20/20
+    split of its labelled nodes (module docstring)."""
+    if split not in SPLITS:
+        raise ConfigError(f"{name}: split must be one of {', '.join(SPLITS)}; got {split!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ConfigError(f"{name}: seed must be an integer, got {seed!r}")
     files = [f"ind.{name}.{s}" for s in SUFFIXES]
     require_files(name, root, files)
     p = {s: root / f"ind.{name}.{s}" for s in SUFFIXES}
@@ -182,7 +194,13 @@ def load_planetoid(root: Path, name: str) -> GraphDataset:
     train_mask[:num_train] = True
     val_mask[num_train : num_train + NUM_VAL] = True
     test_mask[test_sorted] = True
-    unlabeled = int((labels_1h.sum(axis=1) == 0).sum())
+    labelled = labels_1h.sum(axis=1) > 0
+    unlabeled = int((~labelled).sum())
+    split_note = f"public: {num_train} train / {NUM_VAL} val / {len(test_idx)} test"
+    if split == "random":
+        train_mask, val_mask, test_mask = _random_split(np.flatnonzero(labelled), n, int(seed))
+        split_note = (f"random 60/20/20 of the labelled nodes (seed {int(seed)}): "
+                      f"{train_mask.sum()} train / {val_mask.sum()} val / {test_mask.sum()} test")
     return GraphDataset(
         name=name,
         x=features.toarray().astype(np.float32),
@@ -194,12 +212,25 @@ def load_planetoid(root: Path, name: str) -> GraphDataset:
         num_classes=int(labels_1h.shape[1]),
         meta={
             "source": "Planetoid ind.* pickles",
-            "split": f"public: {num_train} train / {NUM_VAL} val / {len(test_idx)} test",
+            "split": split_note,
             "files": [str(p[s]) for s in SUFFIXES],
             "padded_test_nodes": padded,
             "unlabeled_nodes": unlabeled,
         },
     )
+
+
+def _random_split(labelled: np.ndarray, n: int, seed: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Train, validation and test masks over ``n`` nodes: ``labelled`` shuffled with ``seed``,
+    cut at ``round(0.6 k)`` and ``round(0.2 k)``."""
+    order = np.random.default_rng(seed).permutation(labelled)
+    n_train = round(RANDOM_TRAIN * len(order))
+    n_val = round(RANDOM_VAL * len(order))
+    masks = [np.zeros(n, bool) for _ in range(3)]
+    for mask, part in zip(masks, np.split(order, [n_train, n_train + n_val]), strict=True):
+        mask[part] = True
+    return masks[0], masks[1], masks[2]
 
 
 def _scatter_rows(tx: sp.csr_matrix, test_idx: np.ndarray, lo: int, span: int) -> sp.csr_matrix:
