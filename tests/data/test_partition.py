@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -58,12 +57,10 @@ def gowalla(data_root: Path) -> InteractionDataset:
     return load_dataset("gowalla", data_root)
 
 
-def test_gowalla_partition_is_fast_and_complete(gowalla: InteractionDataset) -> None:
-    start = time.perf_counter()
+def test_gowalla_partition_is_complete(gowalla: InteractionDataset) -> None:
+    # Its speed is a benchmark (bench/bench_partition.py), not a timed test.
     clients = partition_by_user(gowalla)
-    elapsed = time.perf_counter() - start
     assert len(clients) == 29_858
-    assert elapsed < 1.5, f"partition took {elapsed:.2f}s"
     # The loader's 810,128 training rows, 10% of each user's held out for validation.
     assert sum(c.num_train + c.num_valid for c in clients.values()) == 810_128
     assert sum(c.num_valid for c in clients.values()) == len(gowalla.valid) > 0

@@ -1,5 +1,4 @@
 import hashlib
-import time
 
 import numpy as np
 import pytest
@@ -51,12 +50,11 @@ def test_tokens_do_not_reveal_ids() -> None:
     assert np.mean(raw[:, 0] == (ids % 256)) < 0.02
 
 
-def test_one_million_ids_is_fast() -> None:
+def test_one_million_ids_get_one_token_each() -> None:
+    # Its speed (under 1 s for a million ids) is a benchmark: bench/bench_matching.py.
     ids = np.random.default_rng(0).integers(0, 5_000_000, 1_000_000)
     tok = ItemTokenizer(ItemTokenizer.generate_key())
-    start = time.perf_counter()
     t = tok.tokens(ids)
-    assert time.perf_counter() - start < 1.0
     assert t.shape == (1_000_000,)
 
 
