@@ -72,6 +72,7 @@ def build_ptf_fedrec(cfg: PTFFedRecConfig, dataset: Dataset,
                      device: torch.device) -> FederatedTrainer:
     return FederatedTrainer(build_ptf_fedrec_job(cfg, dataset, device), cfg, device)
 
+
 SPEC = AlgorithmSpec(
     name="ptf-fedrec",
     summary="parameter transmission-free: only (item, score) pairs cross the network",
