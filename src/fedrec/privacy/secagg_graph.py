@@ -52,6 +52,7 @@ not built here), and what the sum itself reveals.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import math
@@ -114,6 +115,7 @@ def _log2_split(n: int, bad: int, degree: int) -> float:
     return math.log2(n) + sum(math.log2((bad - j) / (n - j)) for j in range(half))
 
 
+@functools.lru_cache(maxsize=256)  # every client of a cohort derives the same pair
 def secaggplus_parameters(clients: int, corrupt_fraction: float, dropout_fraction: float,
                           security_bits: float = SECURITY_BITS,
                           correctness_bits: float = CORRECTNESS_BITS) -> GraphParameters:
