@@ -242,5 +242,8 @@ def test_degree_formula_meets_its_bounds_and_grows_logarithmically() -> None:
 def test_config_errors() -> None:
     with pytest.raises(ConfigError, match="degree"):
         SecAggPlusConfig(dim=3, threshold=2, max_clients=5, degree=0)
+    with pytest.raises(ConfigError, match="must be even"):
+        SecAggPlusConfig(dim=3, threshold=2, max_clients=10, degree=5)
+    assert SecAggPlusConfig(dim=3, threshold=2, max_clients=6, degree=5).degree == 5  # complete
     with pytest.raises(ConfigError, match="neighbourhood size 3"):
         SecAggPlusConfig(dim=3, threshold=4, max_clients=5, degree=2)

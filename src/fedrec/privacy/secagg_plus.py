@@ -69,6 +69,9 @@ class SecAggPlusConfig(SecAggConfig):
         if int(self.degree) != self.degree or self.degree < 1:
             raise ConfigError(f"SecAgg+ graph degree must be a positive integer, got "
                               f"{self.degree}")
+        if self.degree % 2 and self.degree < self.max_clients - 1:
+            raise ConfigError(f"SecAgg+ graph degree must be even below the complete graph "
+                              f"({self.max_clients - 1}), got {self.degree}")
         if self.threshold > min(self.degree, self.max_clients - 1) + 1:
             raise ConfigError(f"SecAgg+ threshold {self.threshold} exceeds the neighbourhood "
                               f"size {min(self.degree, self.max_clients - 1) + 1}")
