@@ -200,3 +200,21 @@ def test_dropout_after_key_sharing_still_completes(ds) -> None:
     tr2, _ = make(ds, dropout=0.3, dropout_after_calls=2)
     st = tr2.train_round(1)
     assert st["clients"] + st["dropped_after_keys"] <= COHORT and st["dropped_after_keys"] > 0
+
+
+def test_secaggplus_variant_trains_the_same_model(ds) -> None:
+    # SecAgg+ decodes the same ring sum of the same encodings as Bonawitz: equal models.
+    plus, cfg = make(ds, secagg_variant="secagg+")
+    bonawitz, _ = make(ds)
+    spy = Spy(plus)
+    for r in (1, 2):
+        assert plus.train_round(r) == bonawitz.train_round(r)
+    degree = secure_sum_config(1, COHORT, cfg.secagg_threshold, 1.0, 32, variant="secagg+",
+                               corrupt=cfg.secagg_corrupt, dropout=cfg.secagg_dropout).degree
+    assert all(len(p) == degree < COHORT - 1 for p in spy.received("secagg_share").values())
+    a, b = plus.job.server, bonawitz.job.server
+    assert torch.equal(a.items, b.items)
+    assert torch.equal(gnn.flatten(a.params), gnn.flatten(b.params))
+    assert plus.privacy_report()["protection"].startswith("secure aggregation (SecAgg+")
+    with pytest.raises(ConfigError, match="secagg_variant"):
+        FedGNNConfig(rounds=1, item_privacy="secure_sum", secagg_variant="plus").validate()

@@ -206,3 +206,88 @@ def test_too_few_survivors_abort_the_round(ds) -> None:
                           secagg_threshold=0.9)
     with pytest.raises(ProtocolError, match="fewer than the threshold"):
         trainer.train_round(1)
+
+
+# SecAgg+ (secagg_variant: secagg+): the same steps, each client masking with its neighbours.
+
+PLUS = {"secure_aggregation": True, "secagg_variant": "secagg+"}
+
+
+def test_secaggplus_fcf_equals_bonawitz_fcf_exactly(ds) -> None:
+    # Both decode the same ring sum of the same encodings (the masks cancel exactly), so the
+    # models are equal, not merely close; and both are plain FCF's within the fixed-point bound.
+    bonawitz, _ = _trainer(ds, secure_aggregation=True)
+    _train(bonawitz, 2)
+    plus, _ = _trainer(ds, **PLUS)
+    stats = _train(plus, 2)
+    assert stats == [{"clients": USERS, "dropped_after_keys": 0}] * 2
+    assert torch.equal(plus.job.server.q, bonawitz.job.server.q)
+    assert torch.equal(plus.job.server.b_i, bonawitz.job.server.b_i)
+    plain, _ = _trainer(ds)
+    _train(plain, 2)
+    assert (plus.job.server.q - plain.job.server.q).abs().max().item() <= 1e-5
+    assert plus.privacy_report()["protection"].startswith("secure aggregation (SecAgg+")
+
+
+def test_secaggplus_server_sees_only_masked_uploads(ds) -> None:
+    trainer, cfg = _trainer(ds, **PLUS)
+    spy = Spy(trainer)
+    _train(trainer, 1)
+    size = ds.num_items * (cfg.dim + 1)
+    sa = secure_sum_config(size, USERS, cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits,
+                           variant="secagg+", corrupt=cfg.secagg_corrupt,
+                           dropout=cfg.secagg_dropout)
+    assert sa.degree == 14 < USERS - 1  # 40 clients, 5% corrupt, 10% dropouts
+    shares = spy.received("secagg_share")
+    neighbours = {u: {int(k[3:]) for k in payload} for u, payload in shares.items()}
+    assert all(len(vs) == sa.degree and all(u in neighbours[v] for v in vs)
+               for u, vs in neighbours.items())  # k ciphertexts each, to a symmetric graph
+    pub = {v: X25519PrivateKey.from_private_bytes(d[1]).public_key().public_bytes_raw()
+           for v, d in spy.draws.items()}
+    for u, payload in spy.received("secagg_mask").items():
+        y, encoded = payload["y"], sa.encoder.encode(spy.inputs[u])
+        assert np.mean(y == encoded) < 1e-3
+        unmasked = y.copy()
+        prg_accumulate(unmasked, spy.draws[u][2], -1)
+        mine = X25519PrivateKey.from_private_bytes(spy.draws[u][1])
+        for v in neighbours[u]:  # the self mask and k pairwise masks: all the masks there are
+            prg_accumulate(unmasked, _kdf(mine, pub[v], _MASK_INFO + _pair(u, v)),
+                           -_mask_sign(u, v))
+        np.testing.assert_array_equal(unmasked, encoded)
+    for m in spy.to_server:
+        for v in m.payload.values():
+            assert not (isinstance(v, np.ndarray | torch.Tensor) and v.dtype in (
+                np.float32, np.float64, torch.float32, torch.float64))
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.3])
+def test_secaggplus_dropouts_after_key_sharing(ds, fraction: float) -> None:
+    trainer, cfg = _trainer(ds, **PLUS, secagg_dropout=0.3, dropout=fraction,
+                            dropout_after_calls=2)
+    spy = Spy(trainer)
+    stats = _train(trainer, 1)[0]
+    shared, masked = spy.received("secagg_share"), spy.received("secagg_mask")
+    dropped = sorted(set(shared) - set(masked))
+    assert len(shared) == USERS and stats["dropped_after_keys"] == len(dropped) > 0
+    total = sum(spy.inputs[u] for u in masked)
+    grad = torch.cat([trainer.job.server.q.grad.ravel(), trainer.job.server.b_i.grad])
+    enc = secure_sum_config(total.size, USERS, cfg.secagg_threshold, cfg.secagg_clip,
+                            cfg.secagg_bits, variant="secagg+", dropout=0.3).encoder
+    np.testing.assert_allclose(grad.numpy(), total, atol=USERS * 0.5 / enc.scale + 1e-6)
+
+
+def test_secaggplus_too_few_survivors_in_a_neighbourhood_abort(ds) -> None:
+    # 60% drop after sharing keys, the graph sized for 10%: some neighbourhood keeps fewer than
+    # its threshold, though more than t clients survive overall.
+    trainer, _ = _trainer(ds, **PLUS, dropout=0.6, dropout_after_calls=2)
+    with pytest.raises(ProtocolError, match="neighbourhood sent masked inputs, fewer than the "
+                                            "threshold"):
+        trainer.train_round(1)
+
+
+def test_secaggplus_options_are_checked() -> None:
+    for bad in ({"secagg_variant": "bell"}, {"secagg_corrupt": 1.0}, {"secagg_dropout": -0.1}):
+        with pytest.raises(ConfigError, match="secagg_"):
+            build_config(FCFConfig, "fcf", "ml-100k", overrides=bad)
+    with pytest.raises(ConfigError, match="no SecAgg\\+ graph on 10 clients"):
+        secure_sum_config(5, 10, 0.6, 1.0, 32, variant="secagg+", corrupt=0.5, dropout=0.5)

@@ -47,8 +47,9 @@ class ItemGradientConfig(MFConfig):
     lr: float = option(0.01, "server Adam learning rate on the item factors")
     local_steps: int = option(5, "client steps on its user factor per round")
     lr_user: float = option(0.5, "client step size on its own user factor (mean loss)")
-    # Secure aggregation (Bonawitz et al. 2017): the server sees only masked, dense uploads and
-    # their sum; gradient coordinates are clipped and fixed-point encoded in a ring.
+    # Secure aggregation (Bonawitz et al. 2017, or SecAgg+ with secagg_variant): the server sees
+    # only masked, dense uploads and their sum; gradient coordinates are clipped and fixed-point
+    # encoded in a ring.
     secure_aggregation: bool = option(False, "true: the server sees only masked, dense uploads "
                                              "and their sum (Bonawitz et al. 2017)")
     secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
@@ -57,12 +58,21 @@ class ItemGradientConfig(MFConfig):
                                       "secagg_clip]")
     secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits} of the "
                                   "masked sums")
+    secagg_variant: str = option("bonawitz", "bonawitz: every client masks with every other | "
+                                             "secagg+: with O(log n) neighbours on a random "
+                                             "graph (Bell et al. 2020)")
+    secagg_corrupt: float = option(0.05, "secagg+: fraction of the cohort that may collude "
+                                         "with the server (sizes the graph)")
+    secagg_dropout: float = option(0.1, "secagg+: fraction of the cohort that may drop after "
+                                        "sharing keys (sizes the graph)")
 
     def validate(self) -> None:
         super().validate()
         check_range("local_steps", self.local_steps, 1)
         check_range("lr_user", self.lr_user, 0.0, low_open=True)
-        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits)
+        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
+                                    variant=self.secagg_variant, corrupt=self.secagg_corrupt,
+                                    dropout=self.secagg_dropout)
 
 
 class LocalMF:

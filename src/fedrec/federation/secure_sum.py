@@ -1,6 +1,9 @@
 """Secure sum of one vector per client, as runtime steps: Bonawitz et al. (CCS 2017) secure
-aggregation (:mod:`fedrec.privacy.secagg`) carried by :meth:`Runtime.call`, so it runs unchanged
-on the simulator and on Flower.
+aggregation (:mod:`fedrec.privacy.secagg`) or its SecAgg+ variant (Bell et al., CCS 2020:
+:mod:`fedrec.privacy.secagg_plus`), carried by :meth:`Runtime.call`, so it runs unchanged on the
+simulator and on Flower. ``variant`` chooses: ``"bonawitz"`` (the default; every client masks
+with every other) or ``"secagg+"`` (each client masks with, and shares its secrets among, its
+``k = O(log n)`` neighbours on a random graph; same steps, same messages' kinds).
 
 Steps of one secure sum over a cohort of ``n`` clients (each one :meth:`Runtime.call`; every
 message passes through the server, which is all Flower allows and all Bonawitz assumes):
@@ -29,6 +32,15 @@ sum with :class:`~fedrec.errors.ProtocolError`. ``t = max(2, ceil(threshold · n
 malicious server, and what the sum itself reveals. Cost: ``O(n)`` PRG expansions of the vector
 per client and ``O(n · dropped)`` at the server, so keep cohorts to tens or hundreds of clients.
 
+With ``variant="secagg+"`` the server also sends the public graph seed; the degree ``k`` and the
+per-neighbourhood threshold ``t`` come from the cohort size, ``corrupt`` (``γ``: the fraction of
+clients that may collude with the server) and ``dropout`` (``δ``: the fraction that may drop)
+by the formula of :mod:`fedrec.privacy.secagg_graph` (security ``2^-40``, correctness
+``2^-30`` over the graph); ``threshold`` is not used. The server learns the sum of the honest
+survivors' inputs and who survived; a neighbourhood left with fewer than ``t`` survivors aborts
+the sum with :class:`~fedrec.errors.ProtocolError`, never a wrong sum. Cost: ``k + 1`` PRG
+expansions per client, ``O(n + k · dropped)`` at the server.
+
 Precision: inputs are clipped to ``[-clip, clip]`` and rounded to the
 :class:`~fedrec.privacy.fixedpoint.FixedPointEncoder` grid of ``Z_{2^bits}`` for ``n`` summands;
 the decoded sum of ``m`` inputs is within ``m · 0.5 / scale`` of the sum of the clipped inputs,
@@ -49,19 +61,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedrec.config import check_range
+from fedrec.config import check_choice, check_range
 from fedrec.core.codec import Payload
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.steps import step
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer
+from fedrec.privacy.secagg_plus import (
+    SecAggPlusClient,
+    SecAggPlusConfig,
+    SecAggPlusServer,
+    secaggplus_config,
+)
 
 __all__ = [
     "SECAGG_STEPS",
+    "VARIANTS",
     "SecureSumClient",
     "SecureSumResult",
     "SecureSumSteps",
+    "protection_text",
     "run_secure_sum",
     "secure_sum_config",
     "secure_sum_request",
@@ -76,6 +96,7 @@ SECAGG_STEPS = (STEP_SHARE, STEP_MASK, STEP_UNMASK)
 STATE_KEY = "secagg"
 REQUEST_KEY = "secagg_cohort"
 
+VARIANTS = ("bonawitz", "secagg+")
 RandFactory = Callable[[PartyId], Callable[[int], bytes]]
 
 
@@ -89,22 +110,49 @@ def threshold_count(cohort: int, threshold: float) -> int:
 
 
 def validate_secure_sum_options(threshold: float, clip: float, bits: int,
-                                prefix: str = "secagg") -> None:
+                                prefix: str = "secagg", *, variant: str = "bonawitz",
+                                corrupt: float = 0.05, dropout: float = 0.1) -> None:
     """The run options every algorithm with a secure sum has (``<prefix>_threshold``,
-    ``_clip``, ``_bits``), checked once here with one-line :class:`ConfigError` messages."""
+    ``_clip``, ``_bits``, ``_variant``, ``_corrupt``, ``_dropout``), checked once here with
+    one-line :class:`ConfigError` messages."""
     check_range(f"{prefix}_threshold", threshold, 0.5, 1.0, low_open=True)
     check_range(f"{prefix}_clip", clip, 0.0, low_open=True)
     if not math.isfinite(clip):
         raise ConfigError(f"{prefix}_clip must be finite, got {clip}")
     check_range(f"{prefix}_bits", bits, 16, 64)
+    check_choice(f"{prefix}_variant", variant, VARIANTS)
+    check_range(f"{prefix}_corrupt", corrupt, 0.0, 1.0)
+    check_range(f"{prefix}_dropout", dropout, 0.0, 1.0)
+    if corrupt >= 1.0 or dropout >= 1.0:
+        raise ConfigError(f"{prefix}_corrupt and {prefix}_dropout must be below 1, got "
+                          f"{corrupt} and {dropout}")
 
 
 def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,
-                      modulus_bits: int) -> SecAggConfig:
+                      modulus_bits: int, *, variant: str = "bonawitz", corrupt: float = 0.05,
+                      dropout: float = 0.1) -> SecAggConfig:
     """The public parameters of one sum: server and clients derive the same from the same
-    options (the clients from their own config, not from the server's word)."""
+    options (the clients from their own config, not from the server's word). SecAgg+ gives a
+    :class:`~fedrec.privacy.secagg_plus.SecAggPlusConfig` (degree and threshold from
+    ``corrupt`` and ``dropout``)."""
+    check_choice("secagg_variant", variant, VARIANTS)
+    if variant == "secagg+":
+        if cohort < 2:
+            raise ProtocolError(f"secure aggregation needs at least 2 clients, got {cohort}")
+        return secaggplus_config(dim, cohort, corrupt, dropout, clip, modulus_bits)
     return SecAggConfig(dim=dim, threshold=threshold_count(cohort, threshold),
                         max_clients=cohort, clip=clip, modulus_bits=modulus_bits)
+
+
+def protection_text(variant: str, threshold: float, corrupt: float) -> str:
+    """The privacy report's ``protection`` line for a secure sum of ``variant``."""
+    if variant == "secagg+":
+        return ("secure aggregation (SecAgg+, Bell et al. 2020): the server learns only the "
+                "cohort sum, against a semi-honest server colluding with at most "
+                f"{corrupt:g} of the cohort (2^-40 over the random graph)")
+    return ("secure aggregation (Bonawitz et al. 2017): the server learns only the cohort sum, "
+            "against an honest-but-curious server and fewer than t = "
+            f"ceil({threshold} * cohort) colluding clients")
 
 
 def secure_sum_request(cohort: int) -> Payload:
@@ -115,17 +163,27 @@ def secure_sum_request(cohort: int) -> Payload:
 class SecureSumClient:
     """A client's half of the secure sum, for an algorithm's :class:`PartyLogic` to call.
 
-    ``threshold``, ``clip``, ``modulus_bits`` are the client's own copy of the run options.
+    ``threshold``, ``clip``, ``modulus_bits``, ``variant``, ``corrupt``, ``dropout`` are the
+    client's own copy of the run options (:func:`secure_sum_config`).
     ``rand_factory(party)`` gives the byte source of that party's keys, seeds and nonces
     (default ``os.urandom``; a test may record draws to check the masks).
     """
 
     def __init__(self, threshold: float, clip: float, modulus_bits: int,
-                 rand_factory: RandFactory | None = None) -> None:
+                 rand_factory: RandFactory | None = None, *, variant: str = "bonawitz",
+                 corrupt: float = 0.05, dropout: float = 0.1) -> None:
+        check_choice("secagg_variant", variant, VARIANTS)
         self.threshold = threshold
         self.clip = clip
         self.modulus_bits = modulus_bits
+        self.variant = variant
+        self.corrupt = corrupt
+        self.dropout = dropout
         self.rand_factory: RandFactory = rand_factory or (lambda _party: os.urandom)
+
+    @property
+    def client_type(self) -> type[SecAggClient]:
+        return SecAggPlusClient if self.variant == "secagg+" else SecAggClient
 
     def advertise(self, ctx: PartyContext, x: np.ndarray, request: Payload) -> Payload:
         """Step 1: keep ``x`` (this client's input) for the masking step; return the public
@@ -134,8 +192,9 @@ class SecureSumClient:
             raise ProtocolError(f"client {ctx.party}: request names no secure-sum cohort")
         x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).ravel())
         cfg = secure_sum_config(x.size, int(request[REQUEST_KEY]), self.threshold, self.clip,
-                                self.modulus_bits)
-        client = SecAggClient(int(ctx.party), cfg, self.rand_factory(ctx.party))
+                                self.modulus_bits, variant=self.variant, corrupt=self.corrupt,
+                                dropout=self.dropout)
+        client = self.client_type(int(ctx.party), cfg, self.rand_factory(ctx.party))
         keys = client.advertise_keys()
         self._save(ctx, client, x)
         return dict(keys)
@@ -166,7 +225,7 @@ class SecureSumClient:
         if session is None or session["round"] != ctx.round:
             raise ProtocolError(f"client {ctx.party}: {step_name} without a secure sum in "
                                 f"progress in round {ctx.round}")
-        return SecAggClient.from_state(session["client"], self.rand_factory(ctx.party)), \
+        return self.client_type.from_state(session["client"], self.rand_factory(ctx.party)), \
             session["x"]
 
     @staticmethod
@@ -207,8 +266,11 @@ class SecureSumResult:
 def run_secure_sum(rt: Runtime, advertised: Mapping[PartyId, Payload],
                    config: SecAggConfig) -> SecureSumResult:
     """Steps 2-4 from the server's side, given the clients' step-1 replies (their public
-    keys). Returns the decoded sum; raises :class:`ProtocolError` below ``t`` survivors."""
-    server = SecAggServer(config)
+    keys). Returns the decoded sum; raises :class:`ProtocolError` below ``t`` survivors (for
+    SecAgg+, ``t`` in any neighbourhood). A :class:`SecAggPlusConfig` runs SecAgg+, its graph
+    seed from ``os.urandom`` (the sum does not depend on it: the masks cancel)."""
+    server = (SecAggPlusServer(config) if isinstance(config, SecAggPlusConfig)
+              else SecAggServer(config))
     keys = {int(u): m for u, m in advertised.items()}  # type: ignore[arg-type]
     down = server.advertise_keys(keys)
     up = rt.call(STEP_SHARE, down)

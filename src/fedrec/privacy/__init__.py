@@ -1,5 +1,5 @@
-"""Privacy layer: clipping, DP mechanisms and accounting, secure aggregation, Paillier
-homomorphic encryption, private matching.
+"""Privacy layer: clipping, DP mechanisms and accounting, secure aggregation (Bonawitz et al.
+2017 and SecAgg+, Bell et al. 2020), Paillier homomorphic encryption, private matching.
 
 One concept per module; each module states its guarantee where it is computed.
 """
@@ -31,12 +31,21 @@ from fedrec.privacy.report import (
     run_epsilon,
 )
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer, secure_sum
+from fedrec.privacy.secagg_graph import GraphParameters, secaggplus_parameters
+from fedrec.privacy.secagg_plus import (
+    SecAggPlusClient,
+    SecAggPlusConfig,
+    SecAggPlusServer,
+    secaggplus_config,
+    secure_sum_plus,
+)
 
 __all__ = [
     "NO_GUARANTEE",
     "EncryptedArray",
     "FixedPointEncoder",
     "GaussianMechanism",
+    "GraphParameters",
     "ItemTokenizer",
     "LaplaceMechanism",
     "LinfLaplaceEpsilon",
@@ -46,6 +55,9 @@ __all__ = [
     "Release",
     "SecAggClient",
     "SecAggConfig",
+    "SecAggPlusClient",
+    "SecAggPlusConfig",
+    "SecAggPlusServer",
     "SecAggServer",
     "analytic_gaussian_delta",
     "attack_fields",
@@ -59,6 +71,9 @@ __all__ = [
     "per_coordinate_epsilon",
     "per_upload_epsilon",
     "run_epsilon",
+    "secaggplus_config",
+    "secaggplus_parameters",
     "secure_sum",
+    "secure_sum_plus",
     "worst_client_accountant",
 ]

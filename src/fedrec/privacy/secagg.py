@@ -48,6 +48,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
@@ -60,7 +61,7 @@ from fedrec.privacy.fixedpoint import FixedPointEncoder
 from fedrec.privacy.prg import SEED_BYTES, prg_accumulate
 from fedrec.privacy.shamir import SHARE_BYTES, reconstruct_secret, split_secret
 
-__all__ = ["SecAggClient", "SecAggConfig", "SecAggServer", "secure_sum"]
+__all__ = ["SecAggClient", "SecAggConfig", "SecAggServer", "run_in_process", "secure_sum"]
 
 RandBytes = Callable[[int], bytes]
 
@@ -158,7 +159,12 @@ def _require_quorum(count: int, threshold: int, what: str) -> None:
 
 
 class SecAggClient:
-    """One client's side of the protocol; call the four steps in order, once each."""
+    """One client's side of the protocol; call the four steps in order, once each.
+
+    Its peers are the clients whose keys the server's broadcast holds (all of U1 here; the
+    SecAgg+ subclass checks them against its neighbourhood in :meth:`_check_peers`)."""
+
+    config_type: ClassVar[type[SecAggConfig]] = SecAggConfig
 
     def __init__(self, client_id: int, config: SecAggConfig,
                  rand_bytes: RandBytes = os.urandom) -> None:
@@ -185,15 +191,17 @@ class SecAggClient:
         def raw(key: X25519PrivateKey | None) -> bytes:
             return b"" if key is None else key.private_bytes_raw()
 
-        cfg = self.config
         return {
-            "config": {"dim": cfg.dim, "threshold": cfg.threshold,
-                       "max_clients": cfg.max_clients, "clip": cfg.clip,
-                       "modulus_bits": cfg.modulus_bits},
+            "config": self._config_state(),
             "client_id": self.client_id, "step": self._step, "c_sk": raw(self._c_sk),
             "s_sk": raw(self._s_sk), "b_seed": self._b_seed, "keys": dict(self._keys),
             "u2": sorted(self._u2), "held": dict(self._held), "enc": dict(self._enc),
         }
+
+    def _config_state(self) -> dict[str, object]:
+        cfg = self.config
+        return {"dim": cfg.dim, "threshold": cfg.threshold, "max_clients": cfg.max_clients,
+                "clip": cfg.clip, "modulus_bits": cfg.modulus_bits}
 
     @classmethod
     def from_state(cls, state: Mapping[str, object],
@@ -204,7 +212,7 @@ class SecAggClient:
             return X25519PrivateKey.from_private_bytes(raw) if raw else None  # type: ignore[arg-type]
 
         client = cls(int(state["client_id"]),  # type: ignore[call-overload]
-                     SecAggConfig(**state["config"]), rand_bytes)  # type: ignore[arg-type]
+                     cls.config_type(**state["config"]), rand_bytes)  # type: ignore[arg-type]
         client._step = int(state["step"])  # type: ignore[call-overload]
         client._c_sk, client._s_sk = key(state["c_sk"]), key(state["s_sk"])
         client._b_seed = bytes(state["b_seed"])  # type: ignore[arg-type]
@@ -248,6 +256,7 @@ class SecAggClient:
         all_keys = [k for pair in self._keys.values() for k in pair]
         if len(set(all_keys)) != len(all_keys):
             raise ProtocolError(f"{who}: the key broadcast contains repeated public keys")
+        self._check_peers(broadcast)
 
         self._b_seed = self._rand(SEED_BYTES)
         holders = sorted(self._keys)
@@ -264,6 +273,10 @@ class SecAggClient:
             plaintext = route + s_shares[v] + b_shares[v]
             out[f"to/{v}"] = nonce + AESGCM(key).encrypt(nonce, plaintext, _SHARE_AAD + route)
         return out
+
+    def _check_peers(self, broadcast: Payload) -> None:
+        """Hook: raise :class:`ProtocolError` unless ``self._keys`` are the peers this client
+        should share with (every advertised client here)."""
 
     def masked_input_collection(self, routed: Payload, x: np.ndarray) -> Payload:
         """Round 2: check the shares sent to me; send ``{"y": masked encoded input}``."""
@@ -375,10 +388,18 @@ class SecAggServer:
         if len(self._keys) > cfg.max_clients:
             raise ProtocolError(f"{len(self._keys)} clients advertised keys, more than "
                                 f"max_clients {cfg.max_clients}")
+        return self._key_messages()
+
+    def _key_messages(self) -> dict[int, Payload]:
+        """Hook: what each client of U1 receives after the keys are in (all of U1's keys)."""
         broadcast: Payload = {}
         for u in sorted(self._keys):
             broadcast[f"c_pk/{u}"], broadcast[f"s_pk/{u}"] = self._keys[u]
         return {u: broadcast for u in sorted(self._keys)}
+
+    def _peers(self, u: int) -> set[int]:
+        """Hook: the clients ``u`` shares its secrets and pairwise masks with (U1 but ``u``)."""
+        return set(self._keys) - {u}
 
     def share_keys(self, messages: Mapping[int, Payload]) -> dict[int, Payload]:
         self._advance(1, "share_keys")
@@ -387,11 +408,16 @@ class SecAggServer:
             raise ProtocolError(f"shares from clients that advertised no keys: "
                                 f"{sorted(set(messages) - u1)}")
         for u, msg in messages.items():
-            if set(_ids_with_prefix(msg, "to/")) != u1 - {u} or len(msg) != len(u1) - 1:
+            peers = self._peers(u)
+            if set(_ids_with_prefix(msg, "to/")) != peers or len(msg) != len(peers):
                 raise ProtocolError(f"client {u} did not send exactly one share to every other "
                                     "client")
         self._u2 = sorted(messages)
         _require_quorum(len(self._u2), self.config.threshold, "shared their keys")
+        return self._route_shares(messages)
+
+    def _route_shares(self, messages: Mapping[int, Payload]) -> dict[int, Payload]:
+        """Hook: each client of U2 gets the ciphertexts the other clients of U2 sent it."""
         return {v: {f"from/{u}": messages[u][f"to/{v}"] for u in self._u2 if u != v}
                 for v in self._u2}
 
@@ -411,8 +437,16 @@ class SecAggServer:
             np.add(total, y, out=total)
         self._masked_sum = total
         self._u3 = sorted(messages)
+        return self._survivor_messages()
+
+    def _survivor_messages(self) -> dict[int, Payload]:
+        """Hook: what each survivor is told before unmasking (the whole of U3)."""
         request: Payload = {"survivors": np.array(self._u3, dtype=np.int64)}
         return {u: request for u in self._u3}
+
+    def _surviving_peers(self, dropped: int) -> list[int]:
+        """Hook: the survivors whose inputs carry a pairwise mask with ``dropped`` (all)."""
+        return self._u3
 
     def unmasking(self, messages: Mapping[int, Payload]) -> np.ndarray:
         """Reconstruct the masks and return the decoded sum of the survivors' inputs."""
@@ -440,7 +474,7 @@ class SecAggServer:
             if s_sk.public_key().public_bytes_raw() != self._keys[v][1]:
                 raise ProtocolError(f"reconstructed mask key of dropped client {v} does not "
                                     "match its public key (bad shares)")
-            for u in self._u3:
+            for u in self._surviving_peers(v):
                 seed = _kdf(s_sk, self._keys[u][1], _MASK_INFO + _pair(u, v))
                 prg_accumulate(total, seed, -_mask_sign(u, v))
         self._masked_sum = None
@@ -473,11 +507,18 @@ def secure_sum(
     config = SecAggConfig(dim=xs[0].size, threshold=threshold, max_clients=len(xs),
                           clip=clip, modulus_bits=modulus_bits)
     rand: RandBytes = os.urandom if rng is None else (lambda n: rng.bytes(n))
+    return run_in_process(xs, config, SecAggClient, SecAggServer(config), dropout_ids, rand)
+
+
+def run_in_process(xs: Sequence[np.ndarray], config: SecAggConfig,
+                   client_type: type[SecAggClient], server: SecAggServer,
+                   dropout_ids: Iterable[int], rand: RandBytes) -> tuple[np.ndarray, int]:
+    """The four rounds between ``client_type`` clients ``0..len(xs)-1`` and ``server``, clients
+    in ``dropout_ids`` dropping after ``share_keys``; (decoded sum, transcript bytes)."""
     dropouts = set(dropout_ids)
     if not dropouts <= set(range(len(xs))):
         raise ConfigError(f"dropout ids {sorted(dropouts - set(range(len(xs))))} are not clients")
-    clients = {i: SecAggClient(i, config, rand) for i in range(len(xs))}
-    server = SecAggServer(config)
+    clients = {i: client_type(i, config, rand) for i in range(len(xs))}
     nbytes = 0
 
     def carry(out: Mapping[int, Payload]) -> dict[int, Payload]:

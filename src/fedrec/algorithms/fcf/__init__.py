@@ -30,7 +30,10 @@ with it. Clients that drop after sharing keys are left out of the sum and their 
 fewer than ``t`` survivors abort the round. The model then equals plain FCF's up to the
 fixed-point rounding (per coordinate and client at most ``0.5 · secagg_clip · n /
 (2^(secagg_bits-1) - 1)``) and clipping to ``[-secagg_clip, secagg_clip]``. Costs: dense
-uploads, three more round trips, ``O(n)`` mask expansions per client.
+uploads, three more round trips, ``O(n)`` mask expansions per client. ``secagg_variant:
+secagg+`` runs SecAgg+ instead (Bell et al. 2020): ``O(log n)`` mask expansions per client on a
+random graph sized for ``secagg_corrupt`` colluding and ``secagg_dropout`` dropping clients,
+the same sum (:mod:`fedrec.federation.secure_sum`).
 
 Design notes: ``docs/fcf.md``.
 """

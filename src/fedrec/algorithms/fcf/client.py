@@ -30,7 +30,9 @@ class FCFClient(SecureSumSteps, PartyLogic):
         self.local = LocalMF(dataset)  # the local step and the client-side evaluation
         self.explicit = self.local.explicit
         self.num_items = self.local.num_items
-        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits)
+        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits,
+                                      variant=cfg.secagg_variant, corrupt=cfg.secagg_corrupt,
+                                      dropout=cfg.secagg_dropout)
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.local.init_state(self.cfg, secret)

@@ -17,7 +17,12 @@ from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import Runtime
-from fedrec.federation.secure_sum import run_secure_sum, secure_sum_config, secure_sum_request
+from fedrec.federation.secure_sum import (
+    protection_text,
+    run_secure_sum,
+    secure_sum_config,
+    secure_sum_request,
+)
 from fedrec.models.mf import init_factors
 from fedrec.privacy.report import no_guarantee
 
@@ -75,7 +80,8 @@ class FCFServer(ServerLogic):
         num_items, dim = self.q.shape
         size = num_items * (dim + (1 if self.explicit else 0))
         sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, cfg.secagg_clip,
-                                   cfg.secagg_bits)
+                                   cfg.secagg_bits, variant=cfg.secagg_variant,
+                                   corrupt=cfg.secagg_corrupt, dropout=cfg.secagg_dropout)
         adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
         result = run_secure_sum(rt, adverts, sa_cfg)
@@ -96,10 +102,8 @@ class FCFServer(ServerLogic):
         cohort's sum (no formal bound on what a sum reveals); without it, every upload."""
         if self.cfg.secure_aggregation:
             return no_guarantee(
-                protection="secure aggregation (Bonawitz et al. 2017): the server learns only "
-                           "the cohort sum, against an honest-but-curious server and fewer "
-                           f"than t = ceil({self.cfg.secagg_threshold} * cohort) colluding "
-                           "clients",
+                protection=protection_text(self.cfg.secagg_variant, self.cfg.secagg_threshold,
+                                           self.cfg.secagg_corrupt),
                 leakage="the server learns each round's summed (dense) item gradient of the "
                         "surviving clients and who survived; no individual upload",
                 secure_aggregation=True)

@@ -47,7 +47,9 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         self.unit = rating_unit(rating_range)
         self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu / self.unit)
         self.mechanism = ldp_mechanism(cfg)
-        self.secure = SecureSumClient(cfg.secagg_threshold, ring_bound(cfg), cfg.secagg_bits)
+        self.secure = SecureSumClient(cfg.secagg_threshold, ring_bound(cfg), cfg.secagg_bits,
+                                      variant=cfg.secagg_variant, corrupt=cfg.secagg_corrupt,
+                                      dropout=cfg.secagg_dropout)
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         gen = secret.generator("init-user")

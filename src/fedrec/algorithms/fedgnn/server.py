@@ -26,7 +26,12 @@ from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import Observer, Runtime
-from fedrec.federation.secure_sum import run_secure_sum, secure_sum_config, secure_sum_request
+from fedrec.federation.secure_sum import (
+    protection_text,
+    run_secure_sum,
+    secure_sum_config,
+    secure_sum_request,
+)
 from fedrec.models import gnn
 from fedrec.privacy import (
     NO_GUARANTEE,
@@ -150,7 +155,8 @@ class FedGNNServer(ServerLogic):
     def secure_sum(self, rt: Runtime, selected: list[int], stats: dict[str, float]
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
         """``item_privacy="secure_sum"``: the cohort's inputs (:meth:`FedGNNClient.secure_input`)
-        summed by Bonawitz et al.'s protocol; one vector per client, laid out as
+        summed by Bonawitz et al.'s protocol or SecAgg+ (``secagg_variant``); one vector per
+        client, laid out as
         ``[GNN-weight gradient (P), item gradients (num_items x width, row-major), rated-item
         counts (num_items; item_avg="uploaders" only)]``. Returns the same sums as
         :meth:`_sum_uploads` (the counts are the numbers of survivors who rated each item) and
@@ -162,7 +168,8 @@ class FedGNNServer(ServerLogic):
         bound = ring_bound(cfg)
         size = grads + (num_items if cfg.item_avg == "uploaders" else 0)
         sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, bound,
-                                   cfg.secagg_bits)
+                                   cfg.secagg_bits, variant=cfg.secagg_variant,
+                                   corrupt=cfg.secagg_corrupt, dropout=cfg.secagg_dropout)
         adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
         result = run_secure_sum(rt, adverts, sa_cfg)
@@ -207,9 +214,12 @@ class FedGNNServer(ServerLogic):
             "item_privacy": "secure_sum",
             "pseudo_items": 0,
             "secure_aggregation": True,
-            "protection": "secure aggregation (Bonawitz et al. 2017) of the dense gradients: "
-                          "against an honest-but-curious server and fewer than t = "
-                          f"ceil({cfg.secagg_threshold} * cohort) colluding clients",
+            "protection": ("secure aggregation (Bonawitz et al. 2017) of the dense gradients: "
+                           "against an honest-but-curious server and fewer than t = "
+                           f"ceil({cfg.secagg_threshold} * cohort) colluding clients"
+                           if cfg.secagg_variant == "bonawitz" else
+                           protection_text(cfg.secagg_variant, cfg.secagg_threshold,
+                                           cfg.secagg_corrupt) + ", of the dense gradients"),
             "item_ids": "not sent: every client's upload is dense over all items and reaches "
                         "the server only inside the cohort's secure sum",
             "leakage": "the server learns each round's sum over the surviving clients of "
