@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from fedrec.errors import ConfigError, FedrecError
-from fedrec.experiment import RESULTS_NAME, run_experiment
+from fedrec.algorithms import resolve_config
+from fedrec.experiment import RESULTS_NAME, check_resume, made_from, run_experiment
 from fedrec.federation.checkpoint import (
     CHECKPOINT_NAME,
     PACKED,
@@ -160,6 +161,18 @@ def test_resume_with_a_different_config_is_refused(runs, data_root: Path) -> Non
                                           rf"checkpoint, {other} now$"):
         run_experiment(other, "ml-100k", data_dir=data_root, overrides=dict(SETTINGS[other]),
                        out_dir=part_dir, resume=True, progress=False)
+
+
+def test_resume_takes_an_option_added_since_the_checkpoint_as_its_default() -> None:
+    cfg = resolve_config("fcf", "ml-100k", None, {"rounds": 2})
+    record = made_from("fcf", cfg, "ml-100k", {})
+    then = {k: v for k, v in record["config"].items() if k != "secagg_variant"}
+    check_resume({"made_from": {**record, "config": then}}, record, None, cfg)
+    changed = resolve_config("fcf", "ml-100k", None, {"rounds": 2, "secagg_variant": "secagg+"})
+    with pytest.raises(FedrecError, match="^--resume refused: secagg_variant is bonawitz in the "
+                                          "checkpoint, secagg\\+ now$"):
+        check_resume({"made_from": {**record, "config": then}},
+                     made_from("fcf", changed, "ml-100k", {}), None, changed)
 
 
 def test_resume_needs_a_checkpoint(data_root: Path, tmp_path: Path) -> None:

@@ -317,3 +317,14 @@ def build_config(
 
 def to_dict(cfg: RunConfig) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
+
+
+def with_new_defaults(stored: dict[str, Any], cfg: RunConfig) -> dict[str, Any]:
+    """``stored`` (a :func:`to_dict` written by an older fedrec) with every option it lacks set
+    to its default in ``cfg``'s class. An option is added with a default that keeps the old
+    behaviour, so a run stored before it existed was made with that default: comparing the
+    filled record keeps a finished run (or a checkpoint) valid when an unrelated option appears,
+    and still tells it apart from a run that sets the new option otherwise."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)
+                if f.default is not dataclasses.MISSING}
+    return {**{k: v for k, v in defaults.items() if k not in stored}, **stored}

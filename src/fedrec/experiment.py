@@ -36,7 +36,7 @@ import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import VAL_PREFIX, Trainer, build_trainer, evaluate_splits
-from fedrec.config import RunConfig, to_dict
+from fedrec.config import RunConfig, to_dict, with_new_defaults
 from fedrec.data import load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
@@ -160,16 +160,20 @@ def made_from(
     return record
 
 
-def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | None) -> None:
+def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | None,
+                 cfg: RunConfig | None = None) -> None:
     """Raise :class:`ResumeRefused` naming the first entry of ``record`` (a :func:`made_from`)
     that the checkpoint ``stored`` records differently; entries ``record`` lacks are not
-    compared."""
+    compared. With ``cfg`` (the run's config), options that the checkpoint's config lacks count
+    as their defaults (:func:`fedrec.config.with_new_defaults`: an option added since)."""
     then = stored.get("made_from")
     if not isinstance(then, dict):
         raise ResumeRefused(f"--resume refused: the checkpoint in {out} does not record what its "
                             "run was made from (an older fedrec wrote it); run without --resume")
     for key, now in record.items():
         old = then.get(key, _ABSENT)
+        if key == "config" and cfg is not None and isinstance(old, dict):
+            old = with_new_defaults(old, cfg)
         if key in _NAMED_BY_ENTRY and isinstance(old, dict):
             # Options are named as --set names them: "rounds is 20 in the checkpoint, 10 now".
             diffs = [(_NAMED_BY_ENTRY[key] + k, old.get(k, _ABSENT), now.get(k, _ABSENT))
@@ -253,13 +257,13 @@ def run_experiment(
         check_out_dir(out, create=not resume)
         if resume:
             stored = load_checkpoint(out / CHECKPOINT_NAME)
-            check_resume(stored, made_from(algorithm, cfg, dataset, options), out)
+            check_resume(stored, made_from(algorithm, cfg, dataset, options), out, cfg)
     ds = load_dataset(dataset, data_dir, download=True, **options)
     check_clients_per_round(cfg, ds)
     # Only a run with a checkpoint needs the record (the fingerprint is a pass over the data).
     record = made_from(algorithm, cfg, dataset, options, ds) if out is not None else {}
     if stored is not None:
-        check_resume(stored, record, out)
+        check_resume(stored, record, out, cfg)
     seed_everything(cfg.seed)
     trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
     result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))

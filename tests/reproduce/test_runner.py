@@ -77,6 +77,23 @@ def test_a_run_made_with_another_packaged_config_is_run_again(tmp_path: Path) ->
     assert status_of(tmp_path, specs[1]) == "seed 0: same run as a/seed-0"
 
 
+def test_a_run_stored_before_an_option_existed_counts_as_its_default(tmp_path: Path) -> None:
+    """An option added since a run finished (its default keeps the old behaviour) does not make
+    the run stale; a setting that gives the new option another value still runs."""
+    specs = [RunSpec("a", "fedgnn", "ml-100k", {}, (0,))]
+    run_all(specs, tmp_path, runner=Recorder())
+    path = tmp_path / "runs/a/seed-0/results.json"
+    old = json.loads(path.read_text())
+    del old["config"]["secagg_variant"]  # as a run made before SecAgg+ stored it
+    path.write_text(json.dumps(old))
+    again = Recorder()
+    assert run_all(specs, tmp_path, runner=again)["a"] == [old] and again.calls == []
+    other = [RunSpec("a", "fedgnn", "ml-100k", {"secagg_variant": "secagg+"}, (0,))]
+    third = Recorder()
+    run_all(other, tmp_path, runner=third)
+    assert [c[1] for c in third.calls] == [{"secagg_variant": "secagg+", "seed": 0}]
+
+
 def test_report_only_runs_nothing(tmp_path: Path) -> None:
     rec = Recorder()
     res = run_all([RunSpec("a", "fcf", "ml-100k", {"rounds": 3}, (0,))], tmp_path, runner=rec,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedrec.config import RunConfig, to_dict, with_new_defaults
 from fedrec.errors import FedrecError, ResumeRefused
 from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
@@ -64,14 +65,15 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             done += 1
             folder = out / "runs" / spec.key / f"seed-{seed}"
             path = folder / RESULTS_NAME
-            resolved = _resolved(spec, seed)
+            cfg = _resolved(spec, seed)
+            resolved = to_dict(cfg)
             canon = json.dumps([spec.algorithm, spec.dataset, resolved], sort_keys=True,
                                default=str)
             stored = json.loads(path.read_text()) if path.is_file() else {}
             # Reused only if made with today's resolved config: a changed packaged config (a
             # dataset's tuned section) must re-run the setting, not report the old run.
             if (stored.get("status") == "complete" and stored.get("format") == RESULTS_FORMAT
-                    and _same(stored["config"], resolved)):
+                    and _same(with_new_defaults(stored["config"], cfg), resolved)):
                 results.setdefault(spec.key, []).append(stored)
                 by_config.setdefault(canon, (stored, f"{spec.key}/seed-{seed}"))
                 continue
@@ -177,15 +179,13 @@ def choose_on_validation(cands: Candidates, out: Path, before: Sequence[RunSpec]
                   {label: sc[1] if sc else None for label, sc in scores.items()}, trials)
 
 
-def _resolved(spec: RunSpec, seed: int) -> dict[str, Any]:
+def _resolved(spec: RunSpec, seed: int) -> RunConfig:
     """The configuration ``spec`` runs with at ``seed``, resolved as ``fedrec run`` resolves it
     (the config class's defaults, the dataset's packaged section, the overrides): what a run
-    stores as ``config``."""
-    from fedrec.config import to_dict
+    stores (as a dict) as ``config``."""
     from fedrec.engines.common import resolve
 
-    return to_dict(resolve(spec.algorithm, spec.dataset, None,
-                           {**spec.overrides, "seed": seed})[1])
+    return resolve(spec.algorithm, spec.dataset, None, {**spec.overrides, "seed": seed})[1]
 
 
 def _same(a: Any, b: Any) -> bool:
