@@ -17,6 +17,7 @@ from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.config import build_config
 from fedrec.data import Interactions, RatingDataset
+from fedrec.data.types import metadata_dataset, public_meta
 from fedrec.errors import ConfigError
 from fedrec.federation import InProcessRuntime
 from fedrec.federation.runtime import sample_cohort
@@ -221,3 +222,22 @@ def test_bad_input_and_edge_cases(ml100k_60) -> None:
     assert torch.equal(t.runtime.states[3]["e0"], e0)
     assert not torch.equal(t.runtime.states[4]["e0"], other)
     assert len(seen) == 2 and all(not np.asarray(m.payload["x"]).any() for m in seen)
+
+
+def test_a_metadata_only_server_starts_from_the_same_state(ml100k: RatingDataset) -> None:
+    cfg = config(**SMALL)
+    real = build_fedgrec_job(cfg, ml100k, CPU).server
+    stub = metadata_dataset(public_meta(ml100k), range(ml100k.num_users))
+    server = build_fedgrec_job(cfg, stub, CPU).server
+    assert torch.equal(real.item_emb, server.item_emb) and torch.equal(real.latent,
+                                                                       server.latent)
+
+
+def test_runs_on_gowalla_on_its_given_split(gowalla_500) -> None:
+    cfg_split = build_config(FedGRecConfig, "fedgrec", "gowalla", overrides=SMALL)
+    assert cfg_split.split == "given"  # the LightGCN split (packaged section)
+    t = FederatedTrainer(build_fedgrec_job(cfg_split, gowalla_500, CPU), cfg_split, CPU, SECRETS)
+    stats = [t.train_round(r) for r in (1, 2)]
+    assert stats[1]["clients"] == cfg_split.clients_per_round
+    assert t.job.server.degrees.sum() == len(gowalla_500.train)
+    assert t.evaluate()["Recall@20"] > 0
