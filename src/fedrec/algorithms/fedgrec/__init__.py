@@ -42,9 +42,14 @@ A round (Steps 1-4 of the paper's Figure 1):
 What the latent item embeddings equal after each round: ``e_t^k = sum_{u in N_t} s_u^{k-1} /
 sqrt(|N_u| |N_t|)`` where ``s_u`` are the sources of user ``u``'s *latest contribution*: those
 of the last refresh round in which ``u`` was sampled (and its contribution reached the sum), or
-of the warm-up if it has not been since; each delta is clipped and fixed-point rounded, so each
-user's share of a row is off by at most ``0.5 / scale`` per contribution it made
-(:mod:`fedrec.privacy.fixedpoint`; exact up to float64 rounding with ``secagg_bits: 64``).
+of the warm-up if it has not been since. Each change is fixed-point rounded, so each user's
+share of a row is off by at most ``0.5 / scale`` per contribution it made
+(:mod:`fedrec.privacy.fixedpoint`; exact up to float64 rounding with ``secagg_bits: 64``). A
+change whose rows would leave ``[-secagg_clip, secagg_clip]`` is never clipped: the client sends
+that layer's change scaled down to fit and records only that much as sent (the rest follows at
+its next refreshes), so the tables stay the sums of what every client recorded as sent. Counts
+(the degree indicators, rows trained) travel as multiples of ``secagg_clip`` and are rounded
+back to integers; the reported ``train_loss`` is the mean of ``min(loss, secagg_clip)``.
 ``refresh_period: 0`` keeps the warm-up's latent tables for the whole run. The latent user
 embeddings are refreshed (Step 2) whenever a client is sampled; evaluation ranks with them
 recomputed from the current tables.

@@ -128,7 +128,8 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         out = []
         for c in ctxs:
             x = np.zeros(self.num_items)
-            x[np.asarray(c.data.train_items, dtype=np.int64)] = 1.0
+            # A count of 1 is sent as secagg_clip, the largest value the sum carries exactly.
+            x[np.asarray(c.data.train_items, dtype=np.int64)] = self.cfg.secagg_clip
             out.append(self.upload(c, x, payload, None))
         return out
 
@@ -151,9 +152,10 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         out = []
         for i, c in enumerate(ctxs):
             sent = c.state["sent"].clone()
-            delta = source[i] - sent[layer - 1]
-            sent[layer - 1] = source[i]
-            dense = contribution_rows(rows, w, i, delta[None], self.num_items)
+            delta, capped = self.capped_change(source[i][None] - sent[layer - 1][None], w,
+                                               rows, i)
+            sent[layer - 1] = sent[layer - 1] + delta[0] if bool(capped[0]) else source[i]
+            dense = contribution_rows(rows, w, i, delta, self.num_items)
             out.append(self.upload(c, dense.numpy().ravel(), payload, sent))
         return out
 
@@ -256,16 +258,35 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             mine = pair_local == i
             parts = [np.array([float(client_loss[i])]),
                      dense_rows(pair_item[mine], delta_q[mine], n_items).ravel(),
-                     dense_rows(pair_item[mine], torch.ones(int(mine.sum()), 1,
+                     dense_rows(pair_item[mine], cfg.secagg_clip * torch.ones(int(mine.sum()), 1,
                                 dtype=torch.float64), n_items).ravel()]
             pending = None
             if refresh and k_layers:
                 sources = torch.stack([c.state["e0"], *c.state["latent"][: k_layers - 1]])
-                pending = sources.double()
-                delta = pending - c.state["sent"]
+                delta, capped = self.capped_change(sources.double() - c.state["sent"], w,
+                                                   rows, i)
+                # Exactly the sources where the whole change is sent.
+                pending = torch.where(capped[:, None], c.state["sent"] + delta,
+                                      sources.double())
                 parts.append(contribution_rows(rows, w, i, delta, n_items).numpy().ravel())
             out.append(self.upload(c, np.concatenate(parts), requests[i], pending))
         return out
+
+    def capped_change(self, delta: torch.Tensor, w: torch.Tensor, rows: CohortRows,
+                      client: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The part of the change ``delta`` ([L, d]) of client ``client``'s latent sources that
+        it sends now: all of it, unless a row ``delta[l] / sqrt(|N_u| |N_t|)`` would leave
+        ``[-secagg_clip, secagg_clip]``; then that layer's change scaled down to fit, the rest
+        left for its next refresh (so the server's tables stay sums of what each client
+        recorded as sent, never clipped behind its back). Also returns which layers were
+        scaled down."""
+        mine = rows.local == client
+        w_max = float(w[mine].max()) if bool(mine.any()) else 0.0
+        peak = delta.abs().amax(dim=1) * w_max
+        room = self.cfg.secagg_clip * (1 - 1e-9)  # the scaled rows stay inside the clip
+        scale = torch.where(peak > self.cfg.secagg_clip, room / peak.clamp(min=1e-300),
+                            torch.ones((), dtype=peak.dtype))
+        return delta * scale.to(delta)[:, None], peak > self.cfg.secagg_clip
 
     def per_row_loss(self, user: torch.Tensor, item: torch.Tensor, p: torch.Tensor,
                      q: torch.Tensor, local: torch.Tensor, pair_of: torch.Tensor,

@@ -92,7 +92,7 @@ class FedGRecServer(ServerLogic):
         for part in self.chunks(rt):
             replies = rt.broadcast(WARMUP_DEGREES, part, secure_sum_request(len(part)))
             total, _ = self.sum_uploads(rt, replies, n_items, len(part))
-            degrees += np.rint(total)
+            degrees += np.rint(total / self.cfg.secagg_clip)  # counts arrive times the clip
         self.degrees = torch.from_numpy(degrees).to(self.degrees)
         for layer in range(1, self.cfg.num_layers + 1):
             total_layer = np.zeros(n_items * d)
@@ -135,7 +135,8 @@ class FedGRecServer(ServerLogic):
         total_t = torch.from_numpy(total)
         loss = float(total_t[0]) / max(clients, 1)
         delta = total_t[1: 1 + n_items * d].reshape(n_items, d)
-        trained = torch.from_numpy(np.rint(total[1 + n_items * d: 1 + n_items * (d + 1)]))
+        trained = torch.from_numpy(np.rint(total[1 + n_items * d: 1 + n_items * (d + 1)]
+                                           / cfg.secagg_clip))
         # e_t^0: the mean update of the sampled clients that trained the row.
         step = delta / trained.clamp(min=1)[:, None]
         self.item_emb += step.to(self.item_emb)
