@@ -250,3 +250,17 @@ def test_runs_on_gowalla_on_its_given_split(gowalla_500) -> None:
     assert stats[1]["clients"] == cfg_split.clients_per_round
     assert t.job.server.degrees.sum() == len(gowalla_500.train)
     assert t.evaluate()["Recall@20"] > 0
+
+
+def test_resumes_from_a_checkpoint_to_the_same_model(ml100k_60) -> None:
+    straight, _ = trainer(ml100k_60, **SMALL)
+    run(straight, 4)
+    first, _ = trainer(ml100k_60, **SMALL)
+    run(first, 2)
+    state = first.state_dict()
+    resumed, _ = trainer(ml100k_60, **SMALL)
+    resumed.load_state_dict(state)
+    for r in (3, 4):
+        resumed.train_round(r)
+    a, b = straight.job.server, resumed.job.server
+    assert torch.equal(a.item_emb, b.item_emb) and torch.equal(a.latent, b.latent)

@@ -147,6 +147,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         else:
             item_rows = tables.item_layers(tables.index(rows.local, rows.items))[layer - 2]
             source = propagate_to_users(rows, item_rows, w, len(ctxs)).double()
+            source = source.cpu()
             for i, c in enumerate(ctxs):
                 c.state["latent"][layer - 2] = source[i].float()
         out = []
@@ -220,7 +221,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         item_layers = tables.item_layers(pos_at)
         user_latent = [propagate_to_users(rows, item_layers[k], w, m) for k in range(k_layers)]
         for i, c in enumerate(ctxs):
-            c.state["latent"] = torch.stack([u[i] for u in user_latent]) if k_layers else (
+            c.state["latent"] = torch.stack([u[i] for u in user_latent]).cpu() if k_layers else (
                 torch.zeros(0, d))
         # Step 3: E local Adam steps on e_u^0 and each client's own copy of its item rows.
         neg_local, neg_items = self.negatives(ctxs, rows)
@@ -233,12 +234,13 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         q0 = tables.item_emb[at].clone()
         q_fixed = sum((tables.latent[k][at] for k in range(k_layers)),
                       torch.zeros_like(q0))
-        u_fixed = sum(user_latent, torch.zeros(m, d))
+        dev = q0.device
+        u_fixed = sum(user_latent, torch.zeros(m, d, device=dev))
         p = torch.stack([c.state["e0"] for c in ctxs]).to(q0.device).requires_grad_(True)
         q = q0.clone().requires_grad_(True)
         opt = torch.optim.Adam([p, q], lr=cfg.lr)
         alpha = 1.0 / (k_layers + 1)
-        client_loss = torch.zeros(m)
+        client_loss = torch.zeros(m, device=dev)
         for _ in range(cfg.local_steps):
             opt.zero_grad()
             user = alpha * (p + u_fixed)
@@ -246,15 +248,16 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             per, per_local = self.per_row_loss(user, item, p, q, local, pair_of, n_pos)
             counts = torch.bincount(per_local, minlength=m).clamp(min=1).float()
             # Each client's mean loss; their sum has each client's own gradient.
-            client_loss = torch.zeros(m).index_add_(0, per_local, per) / counts
+            client_loss = torch.zeros(m, device=dev).index_add_(0, per_local, per) / counts
             client_loss.sum().backward()
             opt.step()
-        client_loss = client_loss.detach()
+        client_loss = client_loss.detach().cpu()
         # Step 4: the dense upload [loss | delta e_t^0 | rows trained | latent deltas].
-        delta_q = (q.detach() - q0).double()
+        delta_q = (q.detach() - q0).double().cpu()
+        pair_local, pair_item = pair_local.cpu(), pair_item.cpu()
         out = []
         for i, c in enumerate(ctxs):
-            c.state["e0"] = p[i].detach().clone()
+            c.state["e0"] = p[i].detach().cpu().clone()
             mine = pair_local == i
             parts = [np.array([float(client_loss[i])]),
                      dense_rows(pair_item[mine], delta_q[mine], n_items).ravel(),
@@ -306,7 +309,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             l2 = (p[trip_local].square().sum(-1) + q[pos_pair].square().sum(-1)
                   + q[neg_pair].square().sum(-1))
             return -F.logsigmoid(pos - scores[n_pos:]) + 0.5 * cfg.reg * l2, trip_local
-        labels = torch.cat([torch.ones(n_pos), torch.zeros(len(scores) - n_pos)])
+        labels = torch.cat([torch.ones(n_pos), torch.zeros(len(scores) - n_pos)]).to(scores)
         l2 = p[local].square().sum(-1) + q[pair_of].square().sum(-1)
         return (scores - labels).square() + 0.5 * cfg.reg * l2, local
 
@@ -319,8 +322,8 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         tables = full_tables(payload, ctxs[0].device)
         rows = cohort_rows(ctxs)
         w = edge_weights(rows, tables, rows.items)
-        item_layers = tables.item_layers(torch.arange(self.num_items))
-        user_layers = [torch.stack([c.state["e0"] for c in ctxs])]
+        item_layers = tables.item_layers(torch.arange(self.num_items, device=w.device))
+        user_layers = [torch.stack([c.state["e0"] for c in ctxs]).to(w.device)]
         user_layers += [propagate_to_users(rows, item_layers[k][rows.items], w, len(ctxs))
                         for k in range(self.cfg.num_layers)]
         p = self.conv.combine(user_layers)
@@ -356,14 +359,14 @@ def contribution_rows(rows: CohortRows, w: torch.Tensor, client: int, sources: t
     """Client ``client``'s dense contribution ``[L, N, d]`` (float64) of ``sources`` ``[L, d]``:
     row ``t`` of layer ``l`` is ``sources[l] / sqrt(|N_u| |N_t|)`` for its items, 0 elsewhere."""
     mine = rows.local == client
-    items, wt = rows.items[mine], w[mine].double()
+    items, wt = rows.items[mine].cpu(), w[mine].double().cpu()
     out = torch.zeros(len(sources), num_items, sources.shape[1], dtype=torch.float64)
-    out[:, items] = wt[None, :, None] * sources.double()[:, None, :]
+    out[:, items] = wt[None, :, None] * sources.double().cpu()[:, None, :]
     return out
 
 
 def dense_rows(items: torch.Tensor, values: torch.Tensor, num_items: int) -> np.ndarray:
     """``values`` ([n, d]) placed at rows ``items`` of a zero ``[num_items, d]`` array."""
     out = torch.zeros(num_items, values.shape[1], dtype=torch.float64)
-    out[items] = values.double()
+    out[items.cpu()] = values.double().cpu()
     return out.numpy()
