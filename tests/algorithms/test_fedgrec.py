@@ -211,6 +211,10 @@ def test_bad_input_and_edge_cases(ml100k_60) -> None:
     assert t.job.server.latent.shape == (0, ml100k_60.num_items, cfg.dim)
     assert not any(name.startswith(WARMUP_DEGREES) for name in t.ledger.by_step())
     assert t.evaluate()["Recall@20"] > 0
+    # The MSE loss (positives 1, sampled negatives 0) trains too.
+    t, _ = trainer(ml100k_60, **{**SMALL, "loss": "mse"})
+    stats = run(t, 3)
+    assert stats[-1]["train_loss"] < stats[0]["train_loss"]
     # refresh_period 0: the warm-up's latent tables for the whole run.
     t, _ = trainer(ml100k_60, **{**SMALL, "refresh_period": 0})
     t.train_round(1)

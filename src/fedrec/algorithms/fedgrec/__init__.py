@@ -63,7 +63,9 @@ drops before that is not counted and sends the whole change next time.
 Bad input and edge cases: ``num_layers: 0`` is federated BPR-MF (no latent embeddings, no
 warm-up, uploads ``[loss | delta e_t^0 | rows trained]``); a client with no interactions trains
 nothing and uploads zeros; an item nobody has has ``|N_t| = 0`` and zero latent rows; a negative
-option is a one-line ConfigError.
+option is a one-line ConfigError. Not handled yet: a client absent from the warm-up (a dropout in
+round 1) is missing from ``|N_t|`` for the whole run, and its first contribution then arrives
+whole at its first refresh round.
 
 Where the paper's text is cut (Sections 5.1-5.3 and Algorithm 1 are lost in our copy), we chose:
 the latent contributions as changes since the client's last one (so the server's tables are

@@ -36,8 +36,8 @@ class FedGRecConfig(ImplicitSplitConfig):
                                             "sum of the same clipped, fixed-point uploads")
     secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
                                           "survive each step, in (0.5, 1]")
-    secagg_clip: float = option(1.0, "upload coordinates are clipped to [-secagg_clip, "
-                                     "secagg_clip]")
+    secagg_clip: float = option(1.0, "bound of every upload coordinate: item updates are "
+                                     "clipped to it, latent changes sent in parts that fit")
     secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
 
     def validate(self) -> None:
