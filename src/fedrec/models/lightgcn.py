@@ -8,7 +8,8 @@ this measured >5x faster than PyG message passing and than torch's own CSR backw
 transposes ``L`` each call). NGCF's layers are ordinary torch modules (``nn.Linear``), so the
 models need neither torch_sparse nor torch_scatter.
 
-* :class:`LightGCN`: ``E^(k+1) = L E^(k)``; final = mean of ``E^(0..K)``.
+* :class:`LightGCN`: ``E^(k+1) = L E^(k)`` (:class:`LightGCNConv`, whose per-layer outputs
+  are reachable); final = mean of ``E^(0..K)``.
 * :class:`NGCF`: ``E^(k+1) = LeakyReLU(W1 (L + I) E^(k) + W2 ((L E^(k)) * E^(k)))`` (the
   reference implementation's form: ``W1`` on the aggregated messages with self-loop, ``W2`` on
   the bi-interaction), message dropout, each layer's output L2-normalised, final =
@@ -74,22 +75,71 @@ def propagate(adj: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return SymmetricSpMM.apply(adj, x)
 
 
+class LightGCNConv:
+    """LightGCN's propagation (He et al. 2020, Eq. 3), with every layer's output reachable.
+
+    On the bipartite user-item graph, one layer is::
+
+        e_u^(k+1) = sum_{t in N_u} e_t^(k) / sqrt(|N_u| |N_t|)
+        e_t^(k+1) = sum_{u in N_t} e_u^(k) / sqrt(|N_u| |N_t|)
+
+    i.e. ``E^(k+1) = L E^(k)`` with ``L = D^-1/2 A D^-1/2`` (:func:`normalized_adjacency`: users
+    ``0..U-1``, items ``U..U+I-1``), no weights and no non-linearity. The representation is the
+    layer combination ``e = sum_k alpha_k e^(k)`` with ``alpha_k = 1 / (K + 1)``
+    (:meth:`combine`). Arguments: ``num_layers`` ``K >= 0`` (0: the representation is
+    ``E^(0)``). :meth:`layers` returns ``[E^(0), ..., E^(K)]``: FedGRec's latent embeddings are
+    exactly these ``E^(k)``, ``k >= 1`` (:mod:`fedrec.algorithms.fedgrec`), which compute one
+    half of a layer at a time with :func:`bipartite_propagate`."""
+
+    def __init__(self, num_layers: int) -> None:
+        if num_layers < 0:
+            raise ValueError(f"num_layers must be >= 0, got {num_layers}")
+        self.num_layers = num_layers
+
+    def layers(self, adj: torch.Tensor, x: torch.Tensor) -> list[torch.Tensor]:
+        """``[E^(0), ..., E^(K)]`` for ``E^(0) = x`` (``[U + I, d]``) over ``adj = L``."""
+        out = [x]
+        for _ in range(self.num_layers):
+            out.append(propagate(adj, out[-1]))
+        return out
+
+    @staticmethod
+    def combine(layers: Sequence[torch.Tensor]) -> torch.Tensor:
+        """``sum_k alpha_k E^(k)`` with ``alpha_k = 1 / (K + 1)``: ``(E^(0) + ... + E^(K)) / (K
+        + 1)``, summed in layer order."""
+        acc = layers[0]
+        for x in layers[1:]:
+            acc = acc + x
+        return acc / len(layers)
+
+    def __call__(self, adj: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return self.combine(self.layers(adj, x))
+
+
+def bipartite_propagate(src: torch.Tensor, src_index: torch.Tensor, dst_index: torch.Tensor,
+                        weight: torch.Tensor, num_dst: int) -> torch.Tensor:
+    """One half of a :class:`LightGCNConv` layer over an edge list: ``out[dst_index[e]] +=
+    weight[e] * src[src_index[e]]`` (``weight[e] = 1 / sqrt(|N_u| |N_t|)`` for LightGCN),
+    ``out`` of shape ``[num_dst, d]``, zero rows for destinations without edges."""
+    msg = src[src_index] * weight.to(src.dtype)[:, None]
+    out = torch.zeros(num_dst, src.shape[1], dtype=src.dtype, device=src.device)
+    return out.index_add_(0, dst_index, msg)
+
+
 class LightGCN(nn.Module):
+    """LightGCN's embedding table ``E^(0)`` (users then items) and :class:`LightGCNConv`."""
+
     def __init__(self, num_users: int, num_items: int, dim: int = 64, num_layers: int = 3,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.num_users, self.num_items, self.num_layers = num_users, num_items, num_layers
+        self.conv = LightGCNConv(num_layers)
         self.embedding = nn.Parameter(
             torch.randn(num_users + num_items, dim, generator=generator) * 0.1
         )
 
     def forward(self, adj: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.embedding
-        acc = x
-        for _ in range(self.num_layers):
-            x = propagate(adj, x)
-            acc = acc + x
-        out = acc / (self.num_layers + 1)
+        out = self.conv(adj, self.embedding)
         return out[: self.num_users], out[self.num_users :]
 
 

@@ -1,0 +1,53 @@
+"""FedGRec's options (:mod:`fedrec.algorithms.fedgrec`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedrec.algorithms.ncf_common import ImplicitSplitConfig
+from fedrec.config import check_choice, check_range, option
+from fedrec.federation.secure_sum import validate_secure_sum_options
+
+LOSSES = ("bpr", "mse")
+DOWNLOADS = ("full", "rows")
+
+
+@dataclass
+class FedGRecConfig(ImplicitSplitConfig):
+    """FedGRec's options; LightGCN's model settings (embedding 64, 3 layers, L2 1e-4 on the
+    layer-0 rows, one uniform negative per positive)."""
+
+    rounds: int = option(100)
+    eval_every: int = option(10)
+    clients_per_round: int = option(100, "clients sampled per round (0 = every client); also "
+                                          "the size of the warm-up's sums")
+    dim: int = option(64, "embedding size")
+    num_layers: int = option(3, "K: latent embedding layers (0: none, federated BPR-MF)")
+    refresh_period: int = option(2, "latent contributions are uploaded every this many rounds "
+                                     "(the lazy update; 0: never after the warm-up)")
+    local_steps: int = option(10, "E: client Adam steps per round on e_u^0 and its item rows")
+    lr: float = option(0.05, "client Adam learning rate (a fresh optimizer each round)")
+    reg: float = option(1e-4, "L2 weight (times 1/2, per triple) on the layer-0 rows")
+    loss: str = option("bpr", "bpr | mse (positives 1, sampled negatives 0)")
+    num_negatives: int = option(1, "sampled negatives per positive per round")
+    download: str = option("full", "full: every client downloads the whole tables (private) | "
+                                   "rows: only its rows (the server learns which)")
+    secure_aggregation: bool = option(True, "true: Bonawitz et al.'s secure sum; false: a plain "
+                                            "sum of the same clipped, fixed-point uploads")
+    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
+                                          "survive each step, in (0.5, 1]")
+    secagg_clip: float = option(1.0, "bound of every upload coordinate: item updates are "
+                                     "clipped to it, latent changes sent in parts that fit")
+    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("dim", "local_steps", "num_negatives"):
+            check_range(name, getattr(self, name), 1)
+        for name in ("num_layers", "refresh_period", "clients_per_round"):
+            check_range(name, getattr(self, name), 0)
+        check_range("lr", self.lr, 0.0, low_open=True)
+        check_range("reg", self.reg, 0.0)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("download", self.download, DOWNLOADS)
+        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits)

@@ -1,0 +1,270 @@
+"""FedGRec on real ML-100K: it learns above most-popular, the server's latent tables are the sums
+of every user's latest contribution, the secure and plain sums give one model, changing one
+client's data changes only its messages, and bad input has a defined behaviour."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms.base import FederatedTrainer
+from fedrec.algorithms.fedgrec import FedGRecConfig, build_fedgrec_job
+from fedrec.algorithms.fedgrec.steps import EVALUATE, TRAIN, WARMUP_DEGREES, WARMUP_LATENT
+from fedrec.algorithms.mf_common import SplitRanking
+from fedrec.algorithms.ncf_common import implicit_split
+from fedrec.config import build_config
+from fedrec.data import Interactions, RatingDataset
+from fedrec.data.types import metadata_dataset, public_meta
+from fedrec.errors import ConfigError
+from fedrec.federation import InProcessRuntime
+from fedrec.federation.runtime import sample_cohort
+from fedrec.federation.secrets import ClientSecrets
+from fedrec.federation.secure_sum import secure_sum_request
+
+CPU = torch.device("cpu")
+SECRETS = ClientSecrets(bytes(range(32)))
+pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact comparisons
+
+#: A small, fast setting for the protocol's properties.
+SMALL = {"dim": 8, "num_layers": 2, "clients_per_round": 10, "local_steps": 2,
+         "secure_aggregation": False, "refresh_period": 2}
+
+
+def config(**overrides) -> FedGRecConfig:
+    return build_config(FedGRecConfig, "fedgrec", "ml-100k", overrides=overrides)
+
+
+def first_users(ds: RatingDataset, n: int) -> RatingDataset:
+    """``ds`` with users ``0..n-1`` only (every item kept: many then have no user)."""
+    def keep(x: Interactions) -> Interactions:
+        return x.select(x.users < n)
+
+    return dataclasses.replace(ds, num_users=n, train=keep(ds.train), valid=keep(ds.valid),
+                               test=keep(ds.test))
+
+
+def trainer(ds, **overrides) -> tuple[FederatedTrainer, FedGRecConfig]:
+    cfg = config(**overrides)
+    return FederatedTrainer(build_fedgrec_job(cfg, ds, CPU), cfg, CPU, SECRETS), cfg
+
+
+def run(t: FederatedTrainer, rounds: int) -> list[dict]:
+    return [t.train_round(r) for r in range(1, rounds + 1)]
+
+
+@pytest.fixture(scope="module")
+def ml100k_60(ml100k: RatingDataset) -> RatingDataset:
+    return first_users(ml100k, 60)
+
+
+def test_learns_above_most_popular(ml100k: RatingDataset) -> None:
+    t, cfg = trainer(ml100k, secure_aggregation=False)
+    ds = implicit_split(ml100k, cfg)
+    pop = torch.from_numpy(np.bincount(ds.train.items, minlength=ds.num_items)).float()
+    popular = SplitRanking(ds, (20,))(lambda users: pop.expand(len(users), -1))
+    stats = run(t, 8)
+    final = t.evaluate()
+    assert final["eval_clients"] == len(np.unique(ds.test.users))
+    assert final["Recall@20"] > popular["Recall@20"] + 0.01, (final, popular)
+    assert final["NDCG@20"] > popular["NDCG@20"], (final, popular)
+    assert stats[-1]["train_loss"] < stats[0]["train_loss"]
+
+
+def latest_sources(t: FederatedTrainer, cfg: FedGRecConfig, rounds: int) -> dict[int, torch.Tensor]:
+    """Train ``rounds`` rounds; each user's sources ``[e_u^0, e_u^1..e_u^{K-1}]`` as they were
+    at the end of the last refresh round it was sampled in (round 1 is one, and holds the
+    warm-up, so every user has some), read from the simulator's states."""
+    rt, srv = t.runtime, t.job.server
+    latest: dict[int, torch.Tensor] = {}
+    for r in range(1, rounds + 1):
+        t.train_round(r)
+        cohort = sample_cohort(rt.client_ids, cfg.clients_per_round, cfg.seed, r)
+        users = rt.client_ids if r == 1 else cohort if srv.refresh_round(r) else []
+        for u in users:
+            st = rt.states[u]
+            latest[u] = torch.cat([st["e0"][None], st["latent"][: cfg.num_layers - 1]]).double()
+    return latest
+
+
+def direct_latent(ds, latest: dict[int, torch.Tensor], num_layers: int, dim: int) -> torch.Tensor:
+    """``e_t^k = sum_{u in N_t} s_u^{k-1} / sqrt(|N_u| |N_t|)``, computed from the data."""
+    tr = ds.train
+    deg_t = np.bincount(tr.items, minlength=ds.num_items).astype(np.float64)
+    deg_u = np.bincount(tr.users, minlength=ds.num_users).astype(np.float64)
+    out = torch.zeros(num_layers, ds.num_items, dim, dtype=torch.float64)
+    for u, i in zip(tr.users.tolist(), tr.items.tolist(), strict=True):
+        out[:, i] += latest[u] / np.sqrt(deg_u[u] * deg_t[i])
+    return out
+
+
+@pytest.mark.parametrize(("bits", "clip"), [(64, 1.0), (32, 1.0), (64, 0.002)])
+def test_latent_tables_are_sums_of_every_users_latest_contribution(ml100k_60, bits,
+                                                                    clip) -> None:
+    t, cfg = trainer(ml100k_60, **SMALL, secagg_bits=bits, secagg_clip=clip)
+    latest = latest_sources(t, cfg, rounds=7)
+    ds = implicit_split(ml100k_60, cfg)
+    sent = {u: t.runtime.states[u]["sent"] for u in latest}
+    if clip < 0.01:
+        # Changes too large for the clip are sent in part (the rest at later refreshes): the
+        # tables are then the sums of what each client recorded as sent.
+        assert any(not torch.allclose(sent[u], latest[u]) for u in latest)
+        latest = sent
+    else:
+        assert all(torch.equal(sent[u], latest[u]) for u in latest)
+    direct = direct_latent(ds, latest, cfg.num_layers, cfg.dim)
+    server = t.job.server.latent
+    assert torch.equal(t.job.server.degrees,
+                       torch.from_numpy(np.bincount(ds.train.items, minlength=ds.num_items)
+                                        .astype(np.float64)))
+    # Each delta is rounded once on the fixed-point grid of its sum (cohort <= 10 clients).
+    enc_scale = (min(((1 << (bits - 1)) - 1) // cfg.clients_per_round, 1 << 53)
+                 / cfg.secagg_clip)
+    contributions = {u: t.runtime.states[u]["contributions"] for u in latest}
+    bound = torch.zeros(ds.num_items, dtype=torch.float64)
+    for u, i in zip(ds.train.users.tolist(), ds.train.items.tolist(), strict=True):
+        bound[i] += contributions[u] * 0.5 / enc_scale
+    err = (server - direct).abs().amax(dim=(0, 2))
+    assert bool((err <= bound + 1e-12).all()), float((err - bound).max())
+    assert float(direct.abs().max()) > 0.001  # the comparison is not of zeros
+    # Users sampled in refresh rounds after the first made more than their warm-up passes.
+    assert max(contributions.values()) > cfg.num_layers
+
+
+def test_secure_and_plain_sums_give_the_same_model(ml100k: RatingDataset) -> None:
+    small = first_users(ml100k, 24)
+    opts = {**SMALL, "clients_per_round": 8, "dim": 4}
+    plain, _ = trainer(small, **opts)
+    secure, _ = trainer(small, **{**opts, "secure_aggregation": True})
+    run(plain, 3)
+    run(secure, 3)
+    a, b = plain.job.server, secure.job.server
+    # Both sum the same fixed-point ring elements (masks cancel exactly): the same model.
+    assert torch.equal(a.item_emb, b.item_emb) and torch.equal(a.latent, b.latent)
+    assert plain.evaluate() == secure.evaluate()
+    steps = secure.ledger.totals()
+    assert steps["bytes_total"] > plain.ledger.totals()["bytes_total"]
+    def steps_of(t: FederatedTrainer) -> set[str]:
+        return {name.split(" ")[0] for name in t.ledger.by_step()}
+
+    assert "secagg_mask" in steps_of(secure) and "secagg_mask" not in steps_of(plain)
+
+
+def test_per_row_download_gives_the_same_model_and_states_its_leak(ml100k_60) -> None:
+    full, _ = trainer(ml100k_60, **SMALL)
+    rows, _ = trainer(ml100k_60, **SMALL, download="rows")
+    run(full, 3)
+    run(rows, 3)
+    assert torch.equal(full.job.server.item_emb, rows.job.server.item_emb)
+    assert torch.equal(full.job.server.latent, rows.job.server.latent)
+    assert rows.ledger.totals()["bytes_down"] < full.ledger.totals()["bytes_down"]
+    report = rows.privacy_report()
+    assert "per-row download" in report["leakage"]
+    assert "reveals nothing" in full.privacy_report()["leakage"]
+
+
+def messages(ds, cfg: FedGRecConfig, step: str, cohort: list[int], payload: dict,
+             change: int | None = None) -> dict:
+    """Every cohort client's reply to ``step`` with ``payload``, fresh states, fixed secrets;
+    ``change``: that client's training items replaced by others first."""
+    job = build_fedgrec_job(cfg, ds, CPU)
+    if change is not None:
+        data = job.client_data[change]
+        other = np.setdiff1d(np.arange(40), data.train_items)[: len(data.train_items) // 2 + 1]
+        object.__setattr__(data, "train_items", other)  # frozen: a test's edit
+        object.__setattr__(data, "train_values", np.ones(len(other), np.float32))
+    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed, client_secrets=SECRETS)
+    rt.begin_round(1)
+    return rt.broadcast(step, cohort, payload)
+
+
+def test_changing_one_clients_data_changes_only_its_messages(ml100k_60) -> None:
+    cfg = config(**SMALL)
+    target = 7
+    t, _ = trainer(ml100k_60, **SMALL)
+    t.job.server.warm_up(t.runtime)  # realistic tables to send
+    cohort = list(range(20))
+    n = secure_sum_request(len(cohort))
+    tables = t.job.server.tables()
+    for step, payload in ((WARMUP_DEGREES, n), (WARMUP_LATENT, {**tables, "layer": 2, **n}),
+                          (TRAIN, {**tables, "refresh": 1, **n}),
+                          (EVALUATE, {**tables, "split": "test"})):
+        a = messages(ml100k_60, cfg, step, cohort, payload)
+        b = messages(ml100k_60, cfg, step, cohort, payload, change=target)
+        assert a.keys() == b.keys() == set(cohort)
+        for c in cohort:
+            same = all(np.array_equal(np.asarray(a[c][k]), np.asarray(b[c][k])) for k in a[c])
+            # The target's own metrics may happen to coincide; its uploads may not.
+            assert same if c != target else (step == EVALUATE or not same), (step, c)
+
+
+def test_bad_input_and_edge_cases(ml100k_60) -> None:
+    for bad in ({"num_layers": -1}, {"refresh_period": -1}, {"download": "some"},
+                {"loss": "hinge"}, {"lr": 0.0}, {"local_steps": 0}, {"secagg_bits": 8}):
+        with pytest.raises(ConfigError):
+            config(**bad)
+    # K = 0: federated BPR-MF, no warm-up, no latent tables; uploads [loss | delta | rows].
+    t, cfg = trainer(ml100k_60, **{**SMALL, "num_layers": 0})
+    run(t, 2)
+    assert t.job.server.latent.shape == (0, ml100k_60.num_items, cfg.dim)
+    assert not any(name.startswith(WARMUP_DEGREES) for name in t.ledger.by_step())
+    assert t.evaluate()["Recall@20"] > 0
+    # The MSE loss (positives 1, sampled negatives 0) trains too.
+    t, _ = trainer(ml100k_60, **{**SMALL, "loss": "mse"})
+    stats = run(t, 3)
+    assert stats[-1]["train_loss"] < stats[0]["train_loss"]
+    # refresh_period 0: the warm-up's latent tables for the whole run.
+    t, _ = trainer(ml100k_60, **{**SMALL, "refresh_period": 0})
+    t.train_round(1)
+    after_warm_up = t.job.server.latent.clone()
+    run(t, 3)
+    assert torch.equal(t.job.server.latent, after_warm_up)
+    # A client with no interactions trains nothing and uploads zeros.
+    t, cfg = trainer(ml100k_60, **{**SMALL, "clients_per_round": 0})
+    data = t.job.client_data[3]
+    object.__setattr__(data, "train_items", np.empty(0, np.int64))  # frozen: a test's edit
+    object.__setattr__(data, "train_values", np.empty(0, np.float32))
+    seen = []
+    t.runtime.observers.append(lambda m: seen.append(m) if m.sender == 3 and m.step == TRAIN
+                               else None)
+    t.train_round(1)
+    e0, other = t.runtime.states[3]["e0"].clone(), t.runtime.states[4]["e0"].clone()
+    t.train_round(2)
+    assert torch.equal(t.runtime.states[3]["e0"], e0)
+    assert not torch.equal(t.runtime.states[4]["e0"], other)
+    assert len(seen) == 2 and all(not np.asarray(m.payload["x"]).any() for m in seen)
+
+
+def test_a_metadata_only_server_starts_from_the_same_state(ml100k: RatingDataset) -> None:
+    cfg = config(**SMALL)
+    real = build_fedgrec_job(cfg, ml100k, CPU).server
+    stub = metadata_dataset(public_meta(ml100k), range(ml100k.num_users))
+    server = build_fedgrec_job(cfg, stub, CPU).server
+    assert torch.equal(real.item_emb, server.item_emb) and torch.equal(real.latent,
+                                                                       server.latent)
+
+
+def test_runs_on_gowalla_on_its_given_split(gowalla_500) -> None:
+    cfg_split = build_config(FedGRecConfig, "fedgrec", "gowalla", overrides=SMALL)
+    assert cfg_split.split == "given"  # the LightGCN split (packaged section)
+    t = FederatedTrainer(build_fedgrec_job(cfg_split, gowalla_500, CPU), cfg_split, CPU, SECRETS)
+    stats = [t.train_round(r) for r in (1, 2)]
+    assert stats[1]["clients"] == cfg_split.clients_per_round
+    assert t.job.server.degrees.sum() == len(gowalla_500.train)
+    assert t.evaluate()["Recall@20"] > 0
+
+
+def test_resumes_from_a_checkpoint_to_the_same_model(ml100k_60) -> None:
+    straight, _ = trainer(ml100k_60, **SMALL)
+    run(straight, 4)
+    first, _ = trainer(ml100k_60, **SMALL)
+    run(first, 2)
+    state = first.state_dict()
+    resumed, _ = trainer(ml100k_60, **SMALL)
+    resumed.load_state_dict(state)
+    for r in (3, 4):
+        resumed.train_round(r)
+    a, b = straight.job.server, resumed.job.server
+    assert torch.equal(a.item_emb, b.item_emb) and torch.equal(a.latent, b.latent)
