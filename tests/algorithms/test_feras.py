@@ -164,6 +164,38 @@ def test_one_hosts_private_attributes_reach_no_other_hosts_upload_before_the_exc
     assert before_first_download(base, host_id(0)) != before_first_download(changed, host_id(0))
 
 
+@pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
+def test_every_host_holds_the_average_after_the_qth_iteration(cora, schedule: str) -> None:
+    tr = trainer(cora, schedule=schedule, iterations_per_round=3, weight_every=2)
+    tr.train_round(1)  # iterations 1-3: the hosts' weights were averaged after iteration 2
+    after = [tr.runtime.states[host_id(h)]["params"] for h in range(4)]
+    assert any(not torch.equal(after[0]["w1"], a["w1"]) for a in after[1:])  # one more step
+    tr = trainer(cora, schedule=schedule, iterations_per_round=2, weight_every=2)
+    seen = record(tr)
+    tr.train_round(1)
+    sent = [m.payload for m in seen if m.receiver == AGGREGATOR and "w1" in m.payload]
+    assert len(sent) == 4
+    mean = torch.stack([torch.as_tensor(w["w1"]) for w in sent]).mean(0)
+    for h in range(4):
+        assert torch.equal(tr.runtime.states[host_id(h)]["params"]["w1"], mean)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
+def test_a_resumed_run_continues_bit_identically(cora, schedule: str) -> None:
+    # Weights are shared inside round 1 (t = 2) and at its last iteration (t = 4).
+    options = {"schedule": schedule, "iterations_per_round": 4, "weight_every": 2}
+    straight = trainer(cora, **options)
+    straight.train_round(1)
+    checkpoint = straight.state_dict()
+    straight.train_round(2)
+    resumed = trainer(cora, **options)
+    resumed.load_state_dict(checkpoint)
+    resumed.train_round(2)
+    for party in [*(host_id(h) for h in range(4)), AGGREGATOR]:
+        a, b = straight.runtime.states[party], resumed.runtime.states[party]
+        assert encode({"s": a}) == encode({"s": b}), party
+
+
 def test_a_metadata_only_graph_builds_the_same_parties(cora) -> None:
     cfg = resolve_config("feras", "cora", overrides=FAST)
     real = build_feras_job(cfg, cora, CPU)

@@ -27,7 +27,8 @@ and loss normalisation; embeddings are shared after the first layer (p = 1), wei
    average enters as the host's own embedding plus a constant, a straight-through estimate),
    never to another host;
 4. every ``q``-th iteration the hosts' weights go to the AS, which returns their mean
-   (``average_weights``); each host takes it at its next step (its Adam moments stay its own).
+   (``average_weights``), which each host takes (``take_weights``; its Adam moments stay its
+   own). No message waits in an inbox from one iteration to the next.
 
 ``schedule="sequential"`` (default, the paper's experiments): hosts run 1-3 one after another
 and the AS keeps a table of the latest embedding of each (host, visible node), so each host sees

@@ -47,7 +47,16 @@ class FerasAggregator(PartyLogic):
         self.hidden = hidden
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
-        return {"table": {}}  # host id -> (embeddings (V, H), held (V,) bool)
+        # table: host id -> (embeddings (V, H), held (V,) bool); weights: host id -> weights
+        # received since the last average (in the sequential schedule they arrive one host at a
+        # time, between the AS's other steps).
+        return {"table": {}, "weights": {}}
+
+    @staticmethod
+    def _keep_weights(ctx: PartyContext) -> None:
+        for m in ctx.inbox:
+            if m.step == TRAIN:
+                ctx.state["weights"][m.sender] = {k: m.payload[k] for k in model.PARAM_NAMES}
 
     def _dense(self, upload: Payload) -> tuple[torch.Tensor, torch.Tensor]:
         emb = torch.zeros(self.num_nodes, self.hidden)
@@ -59,6 +68,7 @@ class FerasAggregator(PartyLogic):
 
     @step(AVERAGE_EMBEDDINGS)
     def average_embeddings(self, ctx: PartyContext, payload: Payload) -> Routed:
+        self._keep_weights(ctx)
         uploads = [m for m in ctx.inbox if m.step in (EMBED, EVAL_EMBED)]
         table: dict[Any, tuple[torch.Tensor, torch.Tensor]] = ctx.state["table"]
         if payload["persist"]:
@@ -87,9 +97,11 @@ class FerasAggregator(PartyLogic):
 
     @step(AVERAGE_WEIGHTS)
     def average_weights(self, ctx: PartyContext, payload: Payload) -> Routed:
-        uploads = [m for m in ctx.inbox if m.step == TRAIN]
+        self._keep_weights(ctx)
+        uploads = ctx.state["weights"]
+        ctx.state["weights"] = {}
         if not uploads:
             return Routed({})
-        mean = {k: torch.stack([torch.as_tensor(m.payload[k]).float() for m in uploads]).mean(0)
+        mean = {k: torch.stack([torch.as_tensor(w[k]).float() for w in uploads.values()]).mean(0)
                 for k in model.PARAM_NAMES}
-        return Routed({m.sender: mean for m in uploads})
+        return Routed(dict.fromkeys(uploads, mean))

@@ -10,7 +10,7 @@ the first layer is recomputed with the same dropout masks (keyed by the host's o
 ``t``), so no autograd graph is held between two steps. Its loss on its visible training nodes
 ``v`` of the subgraph is ``sum L_v / (n_train p_v)`` (GraphSAINT's normalisation, ``n_train``
 this host's labelled training nodes). Every ``q``-th iteration it also sends its weights to the
-AS, and it takes the averaged weights at its next step.
+AS, and takes their average when told (``TAKE_WEIGHTS``, in the same iteration).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from fedrec.algorithms.feras.steps import (
     EMBED,
     EVAL_EMBED,
     EVALUATE,
+    TAKE_WEIGHTS,
     TRAIN,
 )
 from fedrec.algorithms.gcn_common import make_saint_sampler
@@ -98,11 +99,19 @@ class FerasHost(PartyLogic):
         return self.topology(view).sampler.sample(gen)
 
     # -- the host's computation --------------------------------------------------------------
-    def _absorb_weights(self, ctx: PartyContext) -> None:
-        for msg in ctx.inbox:
-            if msg.step == AVERAGE_WEIGHTS:
-                ctx.state["params"] = {k: torch.as_tensor(msg.payload[k]).float().clone()
-                                       for k in model.PARAM_NAMES}
+    @staticmethod
+    def _no_weights(ctx: PartyContext) -> None:
+        if any(m.step == AVERAGE_WEIGHTS for m in ctx.inbox):
+            raise ProtocolError(f"{ctx.party}: averaged weights arrived outside take_weights")
+
+    @step(TAKE_WEIGHTS, broadcast=True)
+    def take_weights(self, ctx: PartyContext, payload: Payload) -> None:
+        """Replace the weights by the AS's average (Adam's moments stay the host's own)."""
+        averages = [m.payload for m in ctx.inbox if m.step == AVERAGE_WEIGHTS]
+        if len(averages) != 1:
+            raise ProtocolError(f"{ctx.party}: expected one weight average, got {len(averages)}")
+        ctx.state["params"] = {k: torch.as_tensor(averages[0][k]).float().clone()
+                               for k in model.PARAM_NAMES}
 
     @staticmethod
     def _averages(ctx: PartyContext, nodes: torch.Tensor, hidden: int
@@ -147,7 +156,7 @@ class FerasHost(PartyLogic):
     @step(EMBED, broadcast=True)
     def embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
         view: HostView = ctx.data
-        self._absorb_weights(ctx)
+        self._no_weights(ctx)
         t = int(payload["iteration"])
         sub = self.subgraph(view, t)
         adj = gcn.subgraph_adjacency(sub, self.topology(view).graph.degree,
@@ -160,8 +169,7 @@ class FerasHost(PartyLogic):
     @step(TRAIN, broadcast=True)
     def train(self, ctx: PartyContext, payload: Payload) -> Outgoing:
         view: HostView = ctx.data
-        if any(m.step == AVERAGE_WEIGHTS for m in ctx.inbox):
-            raise ProtocolError(f"{ctx.party}: weights arrived between embed and train")
+        self._no_weights(ctx)
         t = int(payload["iteration"])
         topo = self.topology(view)
         sub = self.subgraph(view, t)
@@ -203,7 +211,7 @@ class FerasHost(PartyLogic):
     @step(EVAL_EMBED, broadcast=True)
     def eval_embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
         view: HostView = ctx.data
-        self._absorb_weights(ctx)
+        self._no_weights(ctx)
         return self._upload(torch.arange(view.num_nodes), view.visible_mask(),
                             self._full_first_layer(ctx))
 

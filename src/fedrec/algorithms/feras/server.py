@@ -13,6 +13,7 @@ from fedrec.algorithms.feras.steps import (
     EMBED,
     EVAL_EMBED,
     EVALUATE,
+    TAKE_WEIGHTS,
     TRAIN,
 )
 from fedrec.core.codec import Payload
@@ -42,6 +43,7 @@ class FerasServer(ServerLogic):
                 replies.update(rt.broadcast(TRAIN, [host], request))
         if request["share_weights"]:
             rt.call(AVERAGE_WEIGHTS, {AGGREGATOR: {}})
+            rt.broadcast(TAKE_WEIGHTS, hosts, {})
         return [replies[h] for h in hosts if h in replies]
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:

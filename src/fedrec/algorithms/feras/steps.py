@@ -9,6 +9,9 @@ AVERAGE_EMBEDDINGS = "average_embeddings"
 TRAIN = "train"
 #: Server -> AS; AS -> each host: the average of the hosts' weights.
 AVERAGE_WEIGHTS = "average_weights"
+#: Server -> host (empty): take the averaged weights now, so that no message waits in an inbox
+#: across rounds (a checkpoint holds the parties' states, not their inboxes).
+TAKE_WEIGHTS = "take_weights"
 #: Evaluation: full-graph first-layer embeddings to the AS, then each host scores its own nodes.
 EVAL_EMBED = "eval_embed"
 EVALUATE = "evaluate"
