@@ -56,7 +56,8 @@ class FerasAggregator(PartyLogic):
     def _keep_weights(ctx: PartyContext) -> None:
         for m in ctx.inbox:
             if m.step == TRAIN:
-                ctx.state["weights"][m.sender] = {k: m.payload[k] for k in model.PARAM_NAMES}
+                ctx.state["weights"][m.sender] = {
+                    k: torch.as_tensor(m.payload[k]).float().clone() for k in model.PARAM_NAMES}
 
     def _dense(self, upload: Payload) -> tuple[torch.Tensor, torch.Tensor]:
         emb = torch.zeros(self.num_nodes, self.hidden)
@@ -102,6 +103,6 @@ class FerasAggregator(PartyLogic):
         ctx.state["weights"] = {}
         if not uploads:
             return Routed({})
-        mean = {k: torch.stack([torch.as_tensor(w[k]).float() for w in uploads.values()]).mean(0)
+        mean = {k: torch.stack([w[k] for w in uploads.values()]).mean(0)
                 for k in model.PARAM_NAMES}
         return Routed(dict.fromkeys(uploads, mean))
