@@ -15,9 +15,9 @@ only clip negative scores. Weights are a ``{name: tensor}`` dict, as :mod:`fedre
 
 from __future__ import annotations
 
-import math
-
 import torch
+
+from fedrec.models import gcn
 
 Params = dict[str, torch.Tensor]
 PARAM_NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
@@ -26,28 +26,15 @@ PARAM_NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
 def init_params(num_features: int, hidden: int, num_classes: int,
                 generator: torch.Generator) -> Params:
     """Glorot-uniform weights and zero biases, in :data:`PARAM_NAMES` order."""
-
-    def glorot(rows: int, cols: int) -> torch.Tensor:
-        bound = math.sqrt(6.0 / (rows + cols))
-        return (torch.rand(rows, cols, generator=generator) * 2 - 1) * bound
-
-    return {"w1": glorot(num_features, hidden), "b1": torch.zeros(hidden),
-            "w2": glorot(hidden, hidden), "b2": torch.zeros(hidden),
-            "w3": glorot(hidden, num_classes), "b3": torch.zeros(num_classes)}
-
-
-def dropout(x: torch.Tensor, rate: float, generator: torch.Generator | None) -> torch.Tensor:
-    """Inverted dropout with masks from ``generator``; none without one (evaluation)."""
-    if rate <= 0 or generator is None:
-        return x
-    keep = torch.rand(x.shape, generator=generator, device=x.device) >= rate
-    return x * keep / (1.0 - rate)
+    return {"w1": gcn.glorot(num_features, hidden, generator), "b1": torch.zeros(hidden),
+            "w2": gcn.glorot(hidden, hidden, generator), "b2": torch.zeros(hidden),
+            "w3": gcn.glorot(hidden, num_classes, generator), "b3": torch.zeros(num_classes)}
 
 
 def first_layer(p: Params, adj: torch.Tensor, x: torch.Tensor, rate: float = 0.0,
                 generator: torch.Generator | None = None) -> torch.Tensor:
     """``H1``: the embeddings a host shares."""
-    return torch.relu(adj @ (dropout(x, rate, generator) @ p["w1"]) + p["b1"])
+    return torch.relu(adj @ (gcn.dropout(x, rate, generator) @ p["w1"]) + p["b1"])
 
 
 def shared(own: torch.Tensor, received: torch.Tensor, has: torch.Tensor) -> torch.Tensor:
@@ -62,5 +49,5 @@ def shared(own: torch.Tensor, received: torch.Tensor, has: torch.Tensor) -> torc
 def rest(p: Params, adj: torch.Tensor, h1: torch.Tensor, rate: float = 0.0,
          generator: torch.Generator | None = None) -> torch.Tensor:
     """The logits ``Z`` from the (shared) first-layer embeddings."""
-    h2 = torch.relu(adj @ (dropout(h1, rate, generator) @ p["w2"]) + p["b2"])
-    return dropout(h2, rate, generator) @ p["w3"] + p["b3"]
+    h2 = torch.relu(adj @ (gcn.dropout(h1, rate, generator) @ p["w2"]) + p["b2"])
+    return gcn.dropout(h2, rate, generator) @ p["w3"] + p["b3"]
