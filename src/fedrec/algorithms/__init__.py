@@ -5,7 +5,8 @@ exposes the :class:`AlgorithmSpec` it registers; no method imports another (an i
 ``independence`` contract). What methods share lives in the modules beside them: ``base``,
 ``mf_common``, ``item_gradient`` (FCF's client step, also FedMF's), ``ncf_common`` (NeuMF
 clients on the implicit split), ``gnn_common`` (FedGNN's model options), ``gcn_common``
-(the centralized node-classification GCNs' options, trainer base and evaluation)."""
+(the node-classification GCNs' options, GraphSAINT sampler options, trainer base
+and evaluation)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from fedrec.algorithms import (
     fedgnn,
     fedgrec,
     fedmf,
+    feras,
     gcn_central,
     gnn_central,
     pmf,
@@ -48,6 +50,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         fedavg_gcn.SPEC,
         gcn_central.SPEC,
         saint_central.SPEC,
+        feras.SPEC,
     )
 }
 

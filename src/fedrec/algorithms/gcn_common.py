@@ -1,6 +1,7 @@
-"""What the centralized node-classification GCNs share (gcn-central, saint-central): the model
-options of :mod:`fedrec.models.gcn`, and a trainer base that holds the graph, the weights and
-their Adam optimiser, and evaluates the full graph.
+"""What the node-classification GCNs share (gcn-central, saint-central, feras): the model
+options of :mod:`fedrec.models.gcn`, GraphSAINT's sampler options and the sampler they name
+(:class:`SaintSamplerConfig`, :func:`make_saint_sampler`), and a trainer base that holds the
+graph, the weights and their Adam optimiser, and evaluates the full graph.
 
 Evaluation: the full-graph logits without dropout, on the nodes of the split's mask; a
 single-label graph reports ``accuracy`` (equal to micro-F1 there), a multi-label one ``f1_micro``
@@ -22,8 +23,16 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import CentralizedTrainer
-from fedrec.config import RunConfig, check_range, option
+from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.rng import torch_generator
+from fedrec.data.sampling import (
+    CsrGraph,
+    EdgeSampler,
+    FrontierSampler,
+    NodeSampler,
+    RandomWalkSampler,
+    Sampler,
+)
 from fedrec.data.types import Dataset, GraphDataset, check_split
 from fedrec.errors import ConfigError
 from fedrec.metrics.classification import f1_micro
@@ -46,6 +55,44 @@ class GCNNodeConfig(RunConfig):
         check_range("feature_dropout", self.feature_dropout, 0.0, 0.99)
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("weight_decay", self.weight_decay, 0.0)
+
+
+SAINT_SAMPLERS = ("node", "edge", "rw", "mrw")
+
+
+@dataclass
+class SaintSamplerConfig(GCNNodeConfig):
+    """GraphSAINT's sampler options; budgets sized for Cora (2,708 nodes): subgraphs of roughly
+    600 to 900 nodes."""
+
+    sampler: str = option("rw", "subgraph sampler: node, edge, rw (random walk) or mrw "
+                                "(multi-dimensional random walk)")
+    node_budget: int = option(1000, "node draws (node sampler); nodes in all (mrw)")
+    edge_budget: int = option(400, "edge draws (edge sampler)")
+    num_roots: int = option(300, "walk roots (rw)")
+    walk_length: int = option(2, "steps per walk (rw)")
+    frontier_size: int = option(200, "frontier nodes (mrw)")
+    presample: int = option(200, "subgraphs pre-sampled to estimate the normalisation")
+
+    def validate(self) -> None:
+        super().validate()
+        check_choice("sampler", self.sampler, SAINT_SAMPLERS)
+        check_range("presample", self.presample, 1)
+
+
+def make_saint_sampler(method: str, cfg: SaintSamplerConfig, graph: CsrGraph) -> Sampler:
+    """The sampler ``cfg.sampler`` names, with its budgets; a budget the graph cannot meet is
+    the sampler's one-line ConfigError, prefixed with the method and the sampler's name."""
+    try:
+        if cfg.sampler == "node":
+            return NodeSampler(graph, cfg.node_budget)
+        if cfg.sampler == "edge":
+            return EdgeSampler(graph, cfg.edge_budget)
+        if cfg.sampler == "rw":
+            return RandomWalkSampler(graph, cfg.num_roots, cfg.walk_length)
+        return FrontierSampler(graph, cfg.frontier_size, cfg.node_budget)
+    except ConfigError as err:
+        raise ConfigError(f"{method} sampler={cfg.sampler}: {err}") from err
 
 
 def require_graph(dataset: Dataset, method: str) -> GraphDataset:

@@ -60,30 +60,33 @@ def row_normalized(x: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.divide(x, sums, out=np.zeros_like(x), where=sums != 0))
 
 
+def glorot(rows: int, cols: int, generator: torch.Generator) -> torch.Tensor:
+    """A Glorot-uniform ``(rows, cols)`` weight matrix."""
+    bound = math.sqrt(6.0 / (rows + cols))
+    return (torch.rand(rows, cols, generator=generator) * 2 - 1) * bound
+
+
 def init_params(num_features: int, hidden: int, num_classes: int,
                 generator: torch.Generator) -> Params:
     """Glorot-uniform weights and zero biases."""
-
-    def glorot(rows: int, cols: int) -> torch.Tensor:
-        bound = math.sqrt(6.0 / (rows + cols))
-        return (torch.rand(rows, cols, generator=generator) * 2 - 1) * bound
-
-    return {"w1": glorot(num_features, hidden), "b1": torch.zeros(hidden),
-            "w2": glorot(hidden, num_classes), "b2": torch.zeros(num_classes)}
+    return {"w1": glorot(num_features, hidden, generator), "b1": torch.zeros(hidden),
+            "w2": glorot(hidden, num_classes, generator), "b2": torch.zeros(num_classes)}
 
 
-def _dropout(x: torch.Tensor, rate: float, generator: torch.Generator | None) -> torch.Tensor:
+def dropout(x: torch.Tensor, rate: float, generator: torch.Generator | None) -> torch.Tensor:
+    """Inverted dropout with masks from ``generator``; none without one (evaluation)."""
     if rate <= 0 or generator is None:
         return x
     keep = torch.rand(x.shape, generator=generator, device=x.device) >= rate
     return x * keep / (1.0 - rate)
 
 
-def logits(p: Params, adj: torch.Tensor, x: torch.Tensor, dropout: float = 0.0,
+def logits(p: Params, adj: torch.Tensor, x: torch.Tensor, rate: float = 0.0,
            generator: torch.Generator | None = None) -> torch.Tensor:
-    """``Z`` of the module docstring; dropout only with a ``generator`` (training)."""
-    h = torch.relu(adj @ (_dropout(x, dropout, generator) @ p["w1"]) + p["b1"])
-    return adj @ (_dropout(h, dropout, generator) @ p["w2"]) + p["b2"]
+    """``Z`` of the module docstring; dropout (``rate``) only with a ``generator``
+    (training)."""
+    h = torch.relu(adj @ (dropout(x, rate, generator) @ p["w1"]) + p["b1"])
+    return adj @ (dropout(h, rate, generator) @ p["w2"]) + p["b2"]
 
 
 def subgraph_adjacency(sub: Subgraph, degree: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:

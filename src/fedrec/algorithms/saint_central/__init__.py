@@ -33,67 +33,39 @@ from dataclasses import dataclass
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec
-from fedrec.algorithms.gcn_common import GCNNodeConfig, GCNNodeTrainer
-from fedrec.config import check_choice, check_range, option
-from fedrec.core.rng import torch_generator
-from fedrec.data.sampling import (
-    CsrGraph,
-    EdgeSampler,
-    FrontierSampler,
-    NodeSampler,
-    RandomWalkSampler,
-    Sampler,
-    estimate_normalization,
+from fedrec.algorithms.gcn_common import (
+    SAINT_SAMPLERS,
+    GCNNodeTrainer,
+    SaintSamplerConfig,
+    make_saint_sampler,
 )
+from fedrec.config import check_range, option
+from fedrec.core.rng import torch_generator
+from fedrec.data.sampling import CsrGraph, Sampler, estimate_normalization
 from fedrec.data.types import Dataset
-from fedrec.errors import ConfigError
 from fedrec.models import gcn
 
 NAME = "saint-central"
-SAMPLERS = ("node", "edge", "rw", "mrw")
+SAMPLERS = SAINT_SAMPLERS
 
 
 @dataclass
-class SaintCentralConfig(GCNNodeConfig):
+class SaintCentralConfig(SaintSamplerConfig):
     """Budgets sized for Cora (2,708 nodes): subgraphs of roughly 600 to 900 nodes."""
 
     rounds: int = option(100, "GraphSAINT epochs (subgraphs_per_round Adam steps each)")
     eval_every: int = option(1)
-    sampler: str = option("rw", "subgraph sampler: node, edge, rw (random walk) or mrw "
-                                "(multi-dimensional random walk)")
-    node_budget: int = option(1000, "node draws (node sampler); nodes in all (mrw)")
-    edge_budget: int = option(400, "edge draws (edge sampler)")
-    num_roots: int = option(300, "walk roots (rw)")
-    walk_length: int = option(2, "steps per walk (rw)")
-    frontier_size: int = option(200, "frontier nodes (mrw)")
-    presample: int = option(200, "subgraphs pre-sampled to estimate the normalisation")
     subgraphs_per_round: int = option(0, "Adam steps per round (0: cover |V| nodes once on "
                                          "average)")
 
     def validate(self) -> None:
         super().validate()
-        check_choice("sampler", self.sampler, SAMPLERS)
-        check_range("presample", self.presample, 1)
         check_range("subgraphs_per_round", self.subgraphs_per_round, 0)
 
 
 def make_sampler(cfg: SaintCentralConfig, graph: CsrGraph) -> Sampler:
-    """The sampler ``cfg.sampler`` names, with its budgets; a budget the graph cannot meet is
-    the sampler's one-line ConfigError, prefixed with the sampler's name."""
-    try:
-        return _sampler(cfg, graph)
-    except ConfigError as err:
-        raise ConfigError(f"{NAME} sampler={cfg.sampler}: {err}") from err
-
-
-def _sampler(cfg: SaintCentralConfig, graph: CsrGraph) -> Sampler:
-    if cfg.sampler == "node":
-        return NodeSampler(graph, cfg.node_budget)
-    if cfg.sampler == "edge":
-        return EdgeSampler(graph, cfg.edge_budget)
-    if cfg.sampler == "rw":
-        return RandomWalkSampler(graph, cfg.num_roots, cfg.walk_length)
-    return FrontierSampler(graph, cfg.frontier_size, cfg.node_budget)
+    """The sampler ``cfg.sampler`` names (:func:`make_saint_sampler`)."""
+    return make_saint_sampler(NAME, cfg, graph)
 
 
 class SaintCentralTrainer(GCNNodeTrainer):

@@ -1,0 +1,41 @@
+"""Feras's options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedrec.algorithms.gcn_common import SaintSamplerConfig
+from fedrec.config import check_choice, check_range, option
+from fedrec.errors import ConfigError
+
+SCHEDULES = ("sequential", "synchronous")
+
+
+@dataclass
+class FerasConfig(SaintSamplerConfig):
+    """The paper's setting (p = 1, q = 10, sequential hosts); GraphSAINT budgets for Cora and
+    the model options of the other Cora GCNs (``hidden`` is the width of both GCN layers)."""
+
+    rounds: int = option(40, "rounds of iterations_per_round iterations each")
+    eval_every: int = option(1)
+    num_hosts: int = option(4, "hosts N (each a client); at least 2")
+    private_fraction: float = option(0.5, "pi: share of the nodes private to one host (dealt "
+                                          "uniformly), in [0, 1]; the others are public")
+    weight_every: int = option(10, "q: the hosts' weights are averaged every q iterations")
+    iterations_per_round: int = option(10, "iterations (one subgraph per host each) per round")
+    schedule: str = option("sequential", "sequential: hosts one after another, each on the "
+                                         "latest shared embeddings (the paper's); synchronous: "
+                                         "all hosts in parallel, the AS averages")
+    # GraphSAINT's rate: with 0.5 on each of the three layers' inputs the net starts slowly.
+    feature_dropout: float = option(0.1)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.num_hosts < 2:
+            raise ConfigError(f"feras needs num_hosts >= 2, got {self.num_hosts} (with one host "
+                              "nothing is private from anyone: use saint-central)")
+        check_range("private_fraction", self.private_fraction, 0.0, 1.0)
+        check_range("weight_every", self.weight_every, 1)
+        check_range("iterations_per_round", self.iterations_per_round, 1)
+        check_range("walk_length", self.walk_length, 1)
+        check_choice("schedule", self.schedule, SCHEDULES)

@@ -1,0 +1,232 @@
+"""A Feras host: its :class:`~fedrec.data.HostView` (the whole topology, the attributes and
+labels of its visible nodes only), its own copy of the weights and their Adam state.
+
+Each iteration ``t`` the host draws its subgraph from the public sampler (the draw is keyed by
+the public ``(seed, "feras", "subgraph", t, host)``: a sampler party holding the public seed
+would hand out exactly these, so that role costs no message), computes the first layer on it
+(attributes of unseen nodes are zero) and uploads the embeddings of its *visible* nodes
+(``EMBED``). After the AS's averages arrive it finishes the forward pass on them (``TRAIN``):
+the first layer is recomputed with the same dropout masks (keyed by the host's own secret and
+``t``), so no autograd graph is held between two steps. Its loss on its visible training nodes
+``v`` of the subgraph is ``sum L_v / (n_train p_v)`` (GraphSAINT's normalisation, ``n_train``
+this host's labelled training nodes). Every ``q``-th iteration it also sends its weights to the
+AS, and takes their average when told (``TAKE_WEIGHTS``, in the same iteration).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrec.algorithms.feras import model
+from fedrec.algorithms.feras.config import FerasConfig
+from fedrec.algorithms.feras.steps import (
+    AVERAGE_EMBEDDINGS,
+    AVERAGE_WEIGHTS,
+    EMBED,
+    EVAL_EMBED,
+    EVALUATE,
+    TAKE_WEIGHTS,
+    TRAIN,
+)
+from fedrec.algorithms.gcn_common import make_saint_sampler
+from fedrec.core.codec import Payload
+from fedrec.core.rng import torch_generator
+from fedrec.data import HostView
+from fedrec.data.sampling import CsrGraph, Sampler, Subgraph, estimate_normalization
+from fedrec.data.types import check_split
+from fedrec.errors import ProtocolError
+from fedrec.federation.message import AGGREGATOR, SERVER
+from fedrec.federation.runtime import Outgoing, PartyContext, PartyLogic, Routed
+from fedrec.federation.secrets import PartySecret
+from fedrec.federation.steps import step
+from fedrec.metrics.classification import f1_micro
+from fedrec.models import gcn
+
+NAME = "feras"
+
+
+def host_id(index: int) -> str:
+    """The party id of host ``index`` (a client that is not a user)."""
+    return f"host-{index}"
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """What every host derives from the public topology and the public seed alone."""
+
+    graph: CsrGraph
+    sampler: Sampler
+    alpha: torch.Tensor
+    node_prob: torch.Tensor
+    full_adj: torch.Tensor
+
+
+class FerasHost(PartyLogic):
+    def __init__(self, cfg: FerasConfig, num_features: int, num_classes: int) -> None:
+        self.cfg = cfg
+        self.num_features = num_features
+        self.num_classes = num_classes
+        # Public: keyed by the topology array every view shares (one build per process).
+        self._topologies: dict[int, Topology] = {}
+
+    def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
+        # Every host starts from the same weights, drawn from the public seed.
+        params = model.init_params(self.num_features, self.cfg.hidden, self.num_classes,
+                                   torch_generator(self.cfg.seed, NAME, "init"))
+        return {"params": params, "adam": None}
+
+    # -- public derivations ------------------------------------------------------------------
+    def topology(self, view: HostView) -> Topology:
+        key = id(view.edge_index)
+        if key not in self._topologies:
+            graph = CsrGraph.from_edge_index(np.array(view.edge_index), view.num_nodes)
+            sampler = make_saint_sampler(NAME, self.cfg, graph)
+            norm = estimate_normalization(sampler, self.cfg.presample,
+                                          torch_generator(self.cfg.seed, NAME, "presample"))
+            self._topologies[key] = Topology(
+                graph, sampler, norm.alpha, norm.node_prob,
+                gcn.normalized_adjacency(view.edge_index, view.num_nodes))
+        return self._topologies[key]
+
+    def subgraph(self, view: HostView, iteration: int) -> Subgraph:
+        """Host ``view.host``'s subgraph of ``iteration``, from the public sampler."""
+        gen = torch_generator(self.cfg.seed, NAME, "subgraph", iteration, view.host)
+        return self.topology(view).sampler.sample(gen)
+
+    # -- the host's computation --------------------------------------------------------------
+    @staticmethod
+    def _no_weights(ctx: PartyContext) -> None:
+        if any(m.step == AVERAGE_WEIGHTS for m in ctx.inbox):
+            raise ProtocolError(f"{ctx.party}: averaged weights arrived outside take_weights")
+
+    @step(TAKE_WEIGHTS, broadcast=True)
+    def take_weights(self, ctx: PartyContext, payload: Payload) -> None:
+        """Replace the weights by the AS's average (Adam's moments stay the host's own)."""
+        averages = [m.payload for m in ctx.inbox if m.step == AVERAGE_WEIGHTS]
+        if len(averages) != 1:
+            raise ProtocolError(f"{ctx.party}: expected one weight average, got {len(averages)}")
+        ctx.state["params"] = {k: torch.as_tensor(averages[0][k]).float().clone()
+                               for k in model.PARAM_NAMES}
+
+    @staticmethod
+    def _averages(ctx: PartyContext, nodes: torch.Tensor, hidden: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The AS's averaged embeddings spread over ``nodes`` (sorted global ids) and which of
+        them have one."""
+        replies = [m.payload for m in ctx.inbox if m.step == AVERAGE_EMBEDDINGS]
+        if len(replies) != 1:
+            raise ProtocolError(f"{ctx.party}: expected one average from the AS at step "
+                                f"{ctx.step}, got {len(replies)}")
+        ids = torch.as_tensor(replies[0]["nodes"]).long()
+        received = torch.zeros(len(nodes), hidden)
+        has = torch.zeros(len(nodes), dtype=torch.bool)
+        pos = torch.searchsorted(nodes, ids)
+        if len(ids) and not bool((nodes[pos.clamp(max=len(nodes) - 1)] == ids).all()):
+            raise ProtocolError(f"{ctx.party}: the AS returned nodes outside its subgraph")
+        received[pos] = torch.as_tensor(replies[0]["embeddings"]).float()
+        has[pos] = True
+        return received, has
+
+    def _features(self, view: HostView, nodes: torch.Tensor | None) -> torch.Tensor:
+        return gcn.row_normalized(view.features(None if nodes is None else nodes.numpy()))
+
+    def _dropout_generator(self, ctx: PartyContext, iteration: int) -> torch.Generator:
+        return ctx.secret.generator("dropout", iteration)
+
+    def _optimizer(self, params: dict[str, torch.Tensor]) -> torch.optim.Adam:
+        decayed = list(params) if self.cfg.decay_all_layers else ["w1"]
+        return torch.optim.Adam(
+            [{"params": [params[k] for k in decayed], "weight_decay": self.cfg.weight_decay},
+             {"params": [v for k, v in params.items() if k not in decayed],
+              "weight_decay": 0.0}], lr=self.cfg.lr)
+
+    @staticmethod
+    def _upload(nodes: torch.Tensor, seen: np.ndarray, h1: torch.Tensor) -> Routed:
+        """What goes to the AS: the node ids, the visible ones among them and their embeddings
+        (nothing of an unseen node: its embedding was computed from zero attributes)."""
+        local = torch.from_numpy(np.flatnonzero(seen))
+        return Routed({AGGREGATOR: {"nodes": nodes.clone(), "seen": nodes[local].clone(),
+                                    "embeddings": h1[local].detach().clone()}})
+
+    @step(EMBED, broadcast=True)
+    def embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
+        view: HostView = ctx.data
+        self._no_weights(ctx)
+        t = int(payload["iteration"])
+        sub = self.subgraph(view, t)
+        adj = gcn.subgraph_adjacency(sub, self.topology(view).graph.degree,
+                                     self.topology(view).alpha)
+        with torch.no_grad():
+            h1 = model.first_layer(ctx.state["params"], adj, self._features(view, sub.nodes),
+                                   self.cfg.feature_dropout, self._dropout_generator(ctx, t))
+        return self._upload(sub.nodes, view.visible_mask()[sub.nodes.numpy()], h1)
+
+    @step(TRAIN, broadcast=True)
+    def train(self, ctx: PartyContext, payload: Payload) -> Outgoing:
+        view: HostView = ctx.data
+        self._no_weights(ctx)
+        t = int(payload["iteration"])
+        topo = self.topology(view)
+        sub = self.subgraph(view, t)
+        nodes = sub.nodes
+        received, has = self._averages(ctx, nodes, self.cfg.hidden)
+        params = {k: v.clone().requires_grad_() for k, v in ctx.state["params"].items()}
+        opt = self._optimizer(params)
+        if ctx.state["adam"] is not None:
+            opt.load_state_dict(ctx.state["adam"])
+        adj = gcn.subgraph_adjacency(sub, topo.graph.degree, topo.alpha)
+        gen = self._dropout_generator(ctx, t)  # the masks of ``embed``, then fresh ones
+        h1 = model.first_layer(params, adj, self._features(view, nodes),
+                               self.cfg.feature_dropout, gen)
+        z = model.rest(params, adj, model.shared(h1, received, has), self.cfg.feature_dropout,
+                       gen)
+        local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
+        labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
+        n_train = int(view.train_mask_visible.sum())
+        losses = gcn.node_losses(z[local], labels, view.multilabel)
+        if len(local):
+            weight = 1.0 / (n_train * topo.node_prob[nodes[local]])
+            opt.zero_grad()
+            (losses * weight.float()).sum().backward()
+            opt.step()
+            ctx.state["adam"] = copy.deepcopy(opt.state_dict())
+        ctx.state["params"] = {k: v.detach() for k, v in params.items()}
+        reply = {"loss": float(losses.detach().sum()), "n": len(local)}
+        if not payload["share_weights"]:
+            return reply
+        return Routed({SERVER: reply, AGGREGATOR: dict(ctx.state["params"])})
+
+    # -- evaluation --------------------------------------------------------------------------
+    def _full_first_layer(self, ctx: PartyContext) -> torch.Tensor:
+        view: HostView = ctx.data
+        with torch.no_grad():
+            return model.first_layer(ctx.state["params"], self.topology(view).full_adj,
+                                     self._features(view, None))
+
+    @step(EVAL_EMBED, broadcast=True)
+    def eval_embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
+        view: HostView = ctx.data
+        self._no_weights(ctx)
+        return self._upload(torch.arange(view.num_nodes), view.visible_mask(),
+                            self._full_first_layer(ctx))
+
+    @step(EVALUATE, broadcast=True)
+    def evaluate(self, ctx: PartyContext, payload: Payload) -> Payload:
+        """Micro-F1 (the accuracy, single-label) on this host's visible nodes of the split."""
+        view: HostView = ctx.data
+        split = "val" if check_split(str(payload["split"])) == "valid" else "test"
+        nodes = np.flatnonzero(view.mask(split))
+        if len(nodes) == 0:
+            return {"f1_micro": 0.0, "count": 0}
+        h1 = self._full_first_layer(ctx)
+        received, has = self._averages(ctx, torch.arange(view.num_nodes), self.cfg.hidden)
+        with torch.no_grad():
+            z = model.rest(ctx.state["params"], self.topology(view).full_adj,
+                           model.shared(h1, received, has))
+        pred = gcn.predict(z, view.multilabel).numpy()[nodes]
+        return {"f1_micro": f1_micro(pred, view.labels(nodes)), "count": len(nodes)}
