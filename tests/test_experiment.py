@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.errors import ConfigError, FedrecError
 from fedrec.algorithms import resolve_config
+from fedrec.errors import ConfigError, FedrecError
 from fedrec.experiment import RESULTS_NAME, check_resume, made_from, run_experiment
 from fedrec.federation.checkpoint import (
     CHECKPOINT_NAME,
@@ -168,9 +168,10 @@ def test_resume_takes_an_option_added_since_the_checkpoint_as_its_default() -> N
     record = made_from("fcf", cfg, "ml-100k", {})
     then = {k: v for k, v in record["config"].items() if k != "secagg_variant"}
     check_resume({"made_from": {**record, "config": then}}, record, None, cfg)
-    changed = resolve_config("fcf", "ml-100k", None, {"rounds": 2, "secagg_variant": "secagg+"})
-    with pytest.raises(FedrecError, match="^--resume refused: secagg_variant is bonawitz in the "
-                                          "checkpoint, secagg\\+ now$"):
+    changed = resolve_config("fcf", "ml-100k", None,
+                             {"rounds": 2, "secagg_variant": "secagg+"})
+    with pytest.raises(FedrecError, match=r"^--resume refused: secagg_variant is bonawitz in "
+                                          r"the checkpoint, secagg\+ now$"):
         check_resume({"made_from": {**record, "config": then}},
                      made_from("fcf", changed, "ml-100k", {}), None, changed)
 

@@ -33,7 +33,11 @@ from fedrec.core.codec import Payload
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.runtime import PartyContext, cohort_seeds
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import validate_secure_sum_options
+from fedrec.federation.secure_sum import (
+    validate_secure_sum_options,
+    variant_of,
+    variant_option,
+)
 from fedrec.models.mf import bpr_loss, init_factors, rating_loss, sample_negatives
 
 
@@ -58,21 +62,16 @@ class ItemGradientConfig(MFConfig):
                                       "secagg_clip]")
     secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits} of the "
                                   "masked sums")
-    secagg_variant: str = option("bonawitz", "bonawitz: every client masks with every other | "
-                                             "secagg+: with O(log n) neighbours on a random "
-                                             "graph (Bell et al. 2020)")
-    secagg_corrupt: float = option(0.05, "secagg+: fraction of the cohort that may collude "
-                                         "with the server (sizes the graph)")
-    secagg_dropout: float = option(0.1, "secagg+: fraction of the cohort that may drop after "
-                                        "sharing keys (sizes the graph)")
+    secagg_variant: str = variant_option("variant")
+    secagg_corrupt: float = variant_option("corrupt")
+    secagg_dropout: float = variant_option("dropout")
 
     def validate(self) -> None:
         super().validate()
         check_range("local_steps", self.local_steps, 1)
         check_range("lr_user", self.lr_user, 0.0, low_open=True)
         validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
-                                    variant=self.secagg_variant, corrupt=self.secagg_corrupt,
-                                    dropout=self.secagg_dropout)
+                                    **variant_of(self))
 
 
 class LocalMF:

@@ -58,10 +58,11 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from fedrec.config import check_choice, check_range
+from fedrec.config import check_choice, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import PartyId
@@ -87,6 +88,8 @@ __all__ = [
     "secure_sum_request",
     "threshold_count",
     "validate_secure_sum_options",
+    "variant_of",
+    "variant_option",
 ]
 
 STEP_SHARE = "secagg_share"
@@ -107,6 +110,32 @@ def threshold_count(cohort: int, threshold: float) -> int:
     if cohort < 2:
         raise ProtocolError(f"secure aggregation needs at least 2 clients, got {cohort}")
     return min(cohort, max(2, math.ceil(threshold * cohort - 1e-9)))
+
+
+_VARIANT_OPTIONS: dict[str, tuple[Any, str]] = {
+    "variant": ("bonawitz", "bonawitz: every client masks with every other | secagg+: with "
+                            "O(log n) neighbours on a random graph (Bell et al. 2020)"),
+    "corrupt": (0.05, "secagg+: fraction of the cohort that may collude with the server (sizes "
+                      "the graph)"),
+    "dropout": (0.1, "secagg+: fraction of the cohort that may drop after sharing keys (sizes "
+                     "the graph)"),
+}
+
+
+def variant_option(name: str, doc_prefix: str = "") -> Any:
+    """The config field ``secagg_<name>`` (``variant``, ``corrupt`` or ``dropout``): a fresh
+    :func:`~fedrec.config.option` with its default and doc, for every config class with a secure
+    sum to declare alike; :func:`variant_of` reads the three back."""
+    default, doc = _VARIANT_OPTIONS[name]
+    return option(default, doc_prefix + doc)
+
+
+def variant_of(cfg: Any) -> dict[str, Any]:
+    """The keyword options of :func:`secure_sum_config`, :class:`SecureSumClient` and
+    :func:`validate_secure_sum_options` from a config with the :func:`variant_option`
+    fields."""
+    return {"variant": cfg.secagg_variant, "corrupt": cfg.secagg_corrupt,
+            "dropout": cfg.secagg_dropout}
 
 
 def validate_secure_sum_options(threshold: float, clip: float, bits: int,

@@ -25,7 +25,7 @@ from fedrec.errors import ProtocolError
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, cohort_chunks
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import SecureSumClient, SecureSumSteps
+from fedrec.federation.secure_sum import SecureSumClient, SecureSumSteps, variant_of
 from fedrec.federation.steps import step
 from fedrec.models import gnn
 from fedrec.models.gnn import pad_subgraphs, pad_tests
@@ -48,8 +48,7 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu / self.unit)
         self.mechanism = ldp_mechanism(cfg)
         self.secure = SecureSumClient(cfg.secagg_threshold, ring_bound(cfg), cfg.secagg_bits,
-                                      variant=cfg.secagg_variant, corrupt=cfg.secagg_corrupt,
-                                      dropout=cfg.secagg_dropout)
+                                      **variant_of(cfg))
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         gen = secret.generator("init-user")

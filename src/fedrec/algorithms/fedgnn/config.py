@@ -7,7 +7,11 @@ from dataclasses import dataclass
 from fedrec.algorithms.gnn_common import GNNModelConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
-from fedrec.federation.secure_sum import validate_secure_sum_options
+from fedrec.federation.secure_sum import (
+    validate_secure_sum_options,
+    variant_of,
+    variant_option,
+)
 from fedrec.privacy import LaplaceMechanism
 
 PSEUDO_SETS = ("per_round", "fixed", "fixed_coupled", "fixed_copy")
@@ -61,13 +65,9 @@ class FedGNNConfig(GNNModelConfig):
     secagg_clip: float = option(0.0, "secure_sum: ring bound per coordinate (0: clip, + 20 * "
                                      "laplace with LDP)")
     secagg_bits: int = option(32, "secure_sum: the ring Z_{2^bits} of the masked sums")
-    secagg_variant: str = option("bonawitz", "secure_sum: bonawitz (every client masks with "
-                                             "every other) | secagg+ (O(log n) neighbours, "
-                                             "Bell et al. 2020)")
-    secagg_corrupt: float = option(0.05, "secure_sum, secagg+: fraction of the cohort that may "
-                                         "collude with the server")
-    secagg_dropout: float = option(0.1, "secure_sum, secagg+: fraction of the cohort that may "
-                                        "drop after sharing keys")
+    secagg_variant: str = variant_option("variant", "secure_sum, ")
+    secagg_corrupt: float = variant_option("corrupt", "secure_sum, ")
+    secagg_dropout: float = variant_option("dropout", "secure_sum, ")
 
     def validate(self) -> None:
         super().validate()
@@ -98,9 +98,7 @@ class FedGNNConfig(GNNModelConfig):
                 raise ConfigError("item_privacy=secure_sum needs clients_per_round >= 2 "
                                   "(a sum of one client is that client's upload)")
             validate_secure_sum_options(self.secagg_threshold, ring_bound(self),
-                                        self.secagg_bits, variant=self.secagg_variant,
-                                        corrupt=self.secagg_corrupt,
-                                        dropout=self.secagg_dropout)
+                                        self.secagg_bits, **variant_of(self))
 
 
 ITEM_PRIVACY = ("pseudo", "secure_sum")

@@ -31,6 +31,7 @@ from fedrec.federation.secure_sum import (
     run_secure_sum,
     secure_sum_config,
     secure_sum_request,
+    variant_of,
 )
 from fedrec.models import gnn
 from fedrec.privacy import (
@@ -168,8 +169,7 @@ class FedGNNServer(ServerLogic):
         bound = ring_bound(cfg)
         size = grads + (num_items if cfg.item_avg == "uploaders" else 0)
         sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, bound,
-                                   cfg.secagg_bits, variant=cfg.secagg_variant,
-                                   corrupt=cfg.secagg_corrupt, dropout=cfg.secagg_dropout)
+                                   cfg.secagg_bits, **variant_of(cfg))
         adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
         result = run_secure_sum(rt, adverts, sa_cfg)

@@ -34,6 +34,7 @@ from fedrec.federation.secure_sum import (
     SecureSumClient,
     SecureSumSteps,
     secure_sum_config,
+    variant_of,
 )
 from fedrec.federation.steps import step
 from fedrec.models.lightgcn import LightGCNConv, bipartite_propagate
@@ -88,7 +89,8 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         self.cfg = cfg
         self.num_items = num_items
         self.conv = LightGCNConv(cfg.num_layers)
-        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits)
+        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits,
+                                      **variant_of(cfg))
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
         """e_u^0 ~ N(0, 0.1^2) from the client's own secret (LightGCN's initialisation)."""
@@ -109,7 +111,8 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         if self.cfg.secure_aggregation:
             return self.secure.advertise(ctx, x, request)
         enc = secure_sum_config(x.size, int(request[REQUEST_KEY]), self.cfg.secagg_threshold,
-                                self.cfg.secagg_clip, self.cfg.secagg_bits).encoder
+                                self.cfg.secagg_clip, self.cfg.secagg_bits,
+                                **variant_of(self.cfg)).encoder
         commit(ctx.state)
         return {"x": enc.encode(x)}
 

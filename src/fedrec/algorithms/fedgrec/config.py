@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
 from fedrec.config import check_choice, check_range, option
-from fedrec.federation.secure_sum import validate_secure_sum_options
+from fedrec.federation.secure_sum import (
+    validate_secure_sum_options,
+    variant_of,
+    variant_option,
+)
 
 LOSSES = ("bpr", "mse")
 DOWNLOADS = ("full", "rows")
@@ -32,13 +36,16 @@ class FedGRecConfig(ImplicitSplitConfig):
     num_negatives: int = option(1, "sampled negatives per positive per round")
     download: str = option("full", "full: every client downloads the whole tables (private) | "
                                    "rows: only its rows (the server learns which)")
-    secure_aggregation: bool = option(True, "true: Bonawitz et al.'s secure sum; false: a plain "
+    secure_aggregation: bool = option(True, "true: a secure sum (secagg_variant); false: a plain "
                                             "sum of the same clipped, fixed-point uploads")
     secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
                                           "survive each step, in (0.5, 1]")
     secagg_clip: float = option(1.0, "bound of every upload coordinate: item updates are "
                                      "clipped to it, latent changes sent in parts that fit")
     secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
+    secagg_variant: str = variant_option("variant")
+    secagg_corrupt: float = variant_option("corrupt")
+    secagg_dropout: float = variant_option("dropout")
 
     def validate(self) -> None:
         super().validate()
@@ -50,4 +57,5 @@ class FedGRecConfig(ImplicitSplitConfig):
         check_range("reg", self.reg, 0.0)
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)
-        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits)
+        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
+                                    **variant_of(self))

@@ -26,7 +26,13 @@ from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
-from fedrec.federation.secure_sum import run_secure_sum, secure_sum_config, secure_sum_request
+from fedrec.federation.secure_sum import (
+    protection_text,
+    run_secure_sum,
+    secure_sum_config,
+    secure_sum_request,
+    variant_of,
+)
 from fedrec.privacy.report import no_guarantee
 
 
@@ -59,7 +65,7 @@ class FedGRecServer(ServerLogic):
         Bonawitz et al.'s secure sum, or the plain sum of the same fixed-point encodings."""
         cfg = self.cfg
         sa = secure_sum_config(size, cohort, cfg.secagg_threshold, cfg.secagg_clip,
-                               cfg.secagg_bits)
+                               cfg.secagg_bits, **variant_of(cfg))
         if cfg.secure_aggregation:
             result = run_secure_sum(rt, replies, sa)
             return result.total, len(result.survivors)
@@ -174,9 +180,8 @@ class FedGRecServer(ServerLogic):
             f"({self.rows_downloaded} rows so far)")
         if cfg.secure_aggregation:
             return no_guarantee(
-                protection="secure aggregation (Bonawitz et al. 2017) of dense uploads, against "
-                           "an honest-but-curious server and fewer than t = ceil("
-                           f"{cfg.secagg_threshold} * cohort) colluding clients",
+                protection=protection_text(cfg.secagg_variant, cfg.secagg_threshold,
+                                           cfg.secagg_corrupt) + ", of dense uploads",
                 leakage="the item degrees |N_t|, each warm-up chunk's and each cohort's summed "
                         "item updates, rows-trained counts, latent contributions and mean loss, "
                         "and who survived; " + download,
