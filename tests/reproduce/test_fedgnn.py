@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from fedrec.cli.main import main
-from fedrec.reproduce.fedgnn import DELTAS, LAMBDAS, MS, VARIANTS, ladder_candidates, plan
+from fedrec.reproduce.fedgnn import (
+    delta_lambdas,
+    ladder_candidates,
+    plan,
+    pseudo_item_counts,
+    variants,
+)
 from fedrec.reproduce.runner import run_all
 
 pytestmark = pytest.mark.slow  # a whole quick reproduction (tens of runs)
@@ -29,15 +35,16 @@ def test_quick_writes_tables_and_plots(quick_report: Path) -> None:
     # Every method has a measured RMSE (mean ± std (seeds)) and the published columns.
     assert len(re.findall(r"\d\.\d{4} ± \d\.\d{4} \(1\)", row)) == 5, row
     assert "| 0.910 | 0.910 |" in row
-    for name in VARIANTS:
+    for name in variants(quick=True):
         assert f"| {name} | " in text
-    assert text.count("(1) |") >= 5 + len(VARIANTS) + len(DELTAS) * len(LAMBDAS) + len(MS)
+    assert text.count("(1) |") >= 5 + len(variants(True)) + len(delta_lambdas(True)) + len(
+        pseudo_item_counts(True))
     for png in ("fig4_variants.png", "fig5_delta_lambda.png", "fig6_pseudo_items.png"):
         assert (quick_report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Fig. 6's bytes per round come from the ledger and grow with M.
     mib = [float(m) for m in re.findall(r"^\| (?:0|100|500|1000|2000) \| .*? \| ([\d,.]+) \|$",
                                         text, re.M)]
-    assert len(mib) == len(MS) and mib == sorted(mib) and mib[0] < mib[-1]
+    assert len(mib) == len(pseudo_item_counts(True)) and mib == sorted(mib) and mib[0] < mib[-1]
 
 
 def test_second_run_reuses_completed_runs(quick_report: Path, data_root: Path) -> None:

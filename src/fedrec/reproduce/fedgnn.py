@@ -25,8 +25,9 @@ table figure is the test metric at that run's chosen round.
 
 Sweeps use one seed (seed 0) unless ``--sweep-seeds`` asks for more, and the 160-round
 schedule (:data:`SWEEP_SCHEDULE`; a run takes ~40 s on one core) rather than ML-100K's longer
-Table 3 schedule. ``--quick`` (for CI) runs ML-100K only, a handful of rounds per run and one
-seed: its numbers show the pipeline works, not the method's accuracy.
+Table 3 schedule. ``--quick`` (for CI) runs ML-100K only, a handful of rounds per run, one seed
+and the first two points of each of Figs. 4-6 (:data:`QUICK_SWEEP_POINTS`): its numbers show the
+pipeline works, not the method's accuracy.
 """
 
 from __future__ import annotations
@@ -106,10 +107,28 @@ QUICK = {
     "pmf": {"rounds": 2},
     "gnn-central": {"rounds": 1, "dim": 16},
     "fcf": {"rounds": 4},
-    "fedmf": {"rounds": 1, "clients_per_round": 8, "key_bits": 512},
+    # FedMF encrypts the whole item table per client: 2 clients of 4 dimensions keep it to ~9 s.
+    "fedmf": {"rounds": 1, "clients_per_round": 2, "key_bits": 512, "dim": 4},
     "fedgnn": {"rounds": 3, "eval_every": 3, "expand_after": 0, "clients_per_round": 64},
 }
 QUICK_LADDER = {"packaged": {}, "lr 0.1": {"lr": 0.1}}
+QUICK_SWEEP_POINTS = 2  # --quick: the first points of each of Figs. 4-6
+
+
+def variants(quick: bool) -> dict[str, dict[str, Any]]:
+    """Fig. 4's variants that a reproduction runs (--quick: the first few)."""
+    return dict(list(VARIANTS.items())[:QUICK_SWEEP_POINTS] if quick else VARIANTS.items())
+
+
+def delta_lambdas(quick: bool) -> list[tuple[float, float]]:
+    """Fig. 5's (clip, Laplace scale) points (--quick: the first few)."""
+    points = [(d, lam) for d in DELTAS for lam in LAMBDAS]
+    return points[:QUICK_SWEEP_POINTS] if quick else points
+
+
+def pseudo_item_counts(quick: bool) -> tuple[int, ...]:
+    """Fig. 6's numbers of pseudo items M (--quick: the first few)."""
+    return MS[:QUICK_SWEEP_POINTS] if quick else MS
 
 
 def schedules(ladder: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -198,12 +217,12 @@ def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool,
     specs.append(RunSpec("table/ml-100k/fedmf", "fedmf", "ml-100k",
                          ov("fedmf") if quick else FEDMF_BUDGET, (0,)))
     specs += [RunSpec(f"fig4/{name}", "fedgnn", "ml-100k", sweep_ov(extra), sweep)
-              for name, extra in VARIANTS.items()]
+              for name, extra in variants(quick).items()]
     specs += [RunSpec(f"fig5/delta-{d}/lambda-{lam}", "fedgnn", "ml-100k",
                       sweep_ov({"clip": d, "laplace": lam}), sweep)
-              for d in DELTAS for lam in LAMBDAS]
+              for d, lam in delta_lambdas(quick)]
     specs += [RunSpec(f"fig6/M-{m}", "fedgnn", "ml-100k", sweep_ov({"pseudo_items": m}), sweep)
-              for m in MS]
+              for m in pseudo_item_counts(quick)]
     return specs + [s for s in table if s.dataset != "ml-100k"]
 
 
@@ -285,7 +304,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                      "quarter of the cost; Table 3 has the schedule chosen on validation.\n")
 
     # Fig 4
-    names = list(VARIANTS)
+    names = list(variants(quick))
     vals4 = [_rmse(res.get(f"fig4/{n}", [])) for n in names]
     lines.append("## Fig. 4: variants (ML-100K)\n")
     lines.append(markdown_table(["variant", "RMSE"], [[n, fmt(metric(res.get(f"fig4/{n}", []),
@@ -304,14 +323,13 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
     # Fig 5
     rows5, series = [], {}
-    for d in DELTAS:
-        for lam in LAMBDAS:
-            runs = res.get(f"fig5/delta-{d}/lambda-{lam}", [])
-            eps = per_coordinate_epsilon(runs[0]["privacy"]) if runs else None
-            vec = per_upload_epsilon(runs[0]["privacy"]) if runs else None
-            rows5.append([f"{d}", f"{lam}", f"{vec:.3g}" if vec else "–",
-                          f"{eps:.2f}" if eps else "–", fmt(metric(runs, "rmse"))])
-            series.setdefault(d, []).append((lam, _rmse(runs), vec))
+    for d, lam in delta_lambdas(quick):
+        runs = res.get(f"fig5/delta-{d}/lambda-{lam}", [])
+        eps = per_coordinate_epsilon(runs[0]["privacy"]) if runs else None
+        vec = per_upload_epsilon(runs[0]["privacy"]) if runs else None
+        rows5.append([f"{d}", f"{lam}", f"{vec:.3g}" if vec else "–",
+                      f"{eps:.2f}" if eps else "–", fmt(metric(runs, "rmse"))])
+        series.setdefault(d, []).append((lam, _rmse(runs), vec))
     lines.append("## Fig. 5: clipping δ and Laplace λ (ML-100K, M 1000)\n")
     lines.append(markdown_table(["δ", "λ", "ε per upload (whole vector)",
                                  "ε per upload coordinate (secondary)", "RMSE"], rows5))
@@ -337,7 +355,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
     # Fig 6
     rows6, pts6 = [], []
-    for m in MS:
+    for m in pseudo_item_counts(quick):
         runs = res.get(f"fig6/M-{m}", [])
         b = mean_std([train_bytes_per_round(r) for r in runs])[0]
         rows6.append([str(m), fmt(metric(runs, "rmse")), f"{b / 2**20:,.1f}"])
