@@ -132,6 +132,14 @@ class FerasHost(PartyLogic):
         has[pos] = True
         return received, has
 
+    def _shared(self, ctx: PartyContext, h1: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+        """The second layer's input: the AS's averages where it sent one (Feras), the host's own
+        embeddings where the hosts share no embedding (the baselines)."""
+        if not self.cfg.shares_embeddings:
+            return h1
+        received, has = self._averages(ctx, nodes, self.cfg.hidden)
+        return model.shared(h1, received, has)
+
     def _features(self, view: HostView, nodes: torch.Tensor | None) -> torch.Tensor:
         return gcn.row_normalized(view.features(None if nodes is None else nodes.numpy()))
 
@@ -174,7 +182,6 @@ class FerasHost(PartyLogic):
         topo = self.topology(view)
         sub = self.subgraph(view, t)
         nodes = sub.nodes
-        received, has = self._averages(ctx, nodes, self.cfg.hidden)
         params = {k: v.clone().requires_grad_() for k, v in ctx.state["params"].items()}
         opt = self._optimizer(params)
         if ctx.state["adam"] is not None:
@@ -183,8 +190,7 @@ class FerasHost(PartyLogic):
         gen = self._dropout_generator(ctx, t)  # the masks of ``embed``, then fresh ones
         h1 = model.first_layer(params, adj, self._features(view, nodes),
                                self.cfg.feature_dropout, gen)
-        z = model.rest(params, adj, model.shared(h1, received, has), self.cfg.feature_dropout,
-                       gen)
+        z = model.rest(params, adj, self._shared(ctx, h1, nodes), self.cfg.feature_dropout, gen)
         local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
         labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
         n_train = int(view.train_mask_visible.sum())
@@ -224,9 +230,8 @@ class FerasHost(PartyLogic):
         if len(nodes) == 0:
             return {"f1_micro": 0.0, "count": 0}
         h1 = self._full_first_layer(ctx)
-        received, has = self._averages(ctx, torch.arange(view.num_nodes), self.cfg.hidden)
         with torch.no_grad():
             z = model.rest(ctx.state["params"], self.topology(view).full_adj,
-                           model.shared(h1, received, has))
+                           self._shared(ctx, h1, torch.arange(view.num_nodes)))
         pred = gcn.predict(z, view.multilabel).numpy()[nodes]
         return {"f1_micro": f1_micro(pred, view.labels(nodes)), "count": len(nodes)}

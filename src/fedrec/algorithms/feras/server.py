@@ -30,9 +30,12 @@ class FerasServer(ServerLogic):
         self.metric = "f1_micro" if multilabel else "accuracy"  # equal on single-label nodes
 
     def _iteration(self, rt: Runtime, hosts: list[PartyId], t: int) -> list[Payload]:
-        request = {"iteration": t, "share_weights": t % self.cfg.weight_every == 0}
+        request = {"iteration": t, "share_weights": self.cfg.shares_weights
+                   and t % self.cfg.weight_every == 0}
         replies: dict[PartyId, Payload] = {}
-        if self.cfg.schedule == "synchronous":
+        if not self.cfg.shares_embeddings:  # the baselines: every host on its own subgraph
+            replies = rt.broadcast(TRAIN, hosts, request)
+        elif self.cfg.schedule == "synchronous":
             rt.broadcast(EMBED, hosts, request)
             rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
             replies = rt.broadcast(TRAIN, hosts, request)
@@ -66,8 +69,9 @@ class FerasServer(ServerLogic):
         paper's "mean of all hosts' score"), after one full-graph pass with shared
         embeddings."""
         request = {"split": check_split(split)}
-        rt.broadcast(EVAL_EMBED, rt.client_ids, request)
-        rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
+        if self.cfg.shares_embeddings:
+            rt.broadcast(EVAL_EMBED, rt.client_ids, request)
+            rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
         replies = rt.broadcast(EVALUATE, rt.client_ids, request)
         scored = [r for r in replies.values() if int(r["count"]) > 0]
         if not scored:
@@ -82,8 +86,12 @@ class FerasServer(ServerLogic):
         pass
 
     def privacy_report(self) -> dict[str, Any] | None:
+        seen = {"embeddings+weights": "each host's first-layer embeddings of the visible nodes "
+                                      "it sampled (hence which sampled nodes it sees) and, every "
+                                      "q iterations, its weights",
+                "weights": "each host's weights every q iterations",
+                "none": "nothing"}[self.cfg.share]
         return no_guarantee(
             protection="node attributes and labels stay on their host",
-            leakage="the aggregation server sees each host's first-layer embeddings of the "
-                    "visible nodes it sampled (hence which sampled nodes it sees) and, every "
-                    "q iterations, its weights; the orchestrator sees losses and scores")
+            leakage=f"the aggregation server sees {seen}; the orchestrator sees losses and "
+                    "scores")
