@@ -33,6 +33,12 @@ class FerasConfig(SaintSamplerConfig):
                                               "embeddings+weights (Feras), weights (GraphSAINT-"
                                               "SW, FedAvg every q iterations) or none (isolated "
                                               "hosts); the baselines on the same host views")
+    embedding_noise: float = option(0.0, "defence: std of the Gaussian noise a host adds to "
+                                         "every embedding it uploads (0: none)")
+    attack: bool = option(False, "run the AS's attribute-inference attack on the last "
+                                 "round's evaluation uploads (metrics only)")
+    attack_targets: int = option(300, "attack: at most this many private and public target "
+                                      "nodes per host")
     # GraphSAINT's rate: with 0.5 on each of the three layers' inputs the net starts slowly.
     feature_dropout: float = option(0.1)
 
@@ -47,6 +53,8 @@ class FerasConfig(SaintSamplerConfig):
         check_range("walk_length", self.walk_length, 1)
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("share", self.share, SHARING)
+        check_range("embedding_noise", self.embedding_noise, 0.0)
+        check_range("attack_targets", self.attack_targets, 1)
 
     @property
     def shares_embeddings(self) -> bool:

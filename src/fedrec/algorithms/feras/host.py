@@ -153,13 +153,19 @@ class FerasHost(PartyLogic):
              {"params": [v for k, v in params.items() if k not in decayed],
               "weight_decay": 0.0}], lr=self.cfg.lr)
 
-    @staticmethod
-    def _upload(nodes: torch.Tensor, seen: np.ndarray, h1: torch.Tensor) -> Routed:
+    def _upload(self, ctx: PartyContext, nodes: torch.Tensor, seen: np.ndarray,
+                h1: torch.Tensor, *key: object) -> Routed:
         """What goes to the AS: the node ids, the visible ones among them and their embeddings
-        (nothing of an unseen node: its embedding was computed from zero attributes)."""
+        (nothing of an unseen node: its embedding was computed from zero attributes), with
+        ``embedding_noise`` Gaussian noise drawn from the host's secret (the round, the step
+        and ``key``)."""
         local = torch.from_numpy(np.flatnonzero(seen))
+        emb = h1[local].detach().clone()
+        if self.cfg.embedding_noise > 0:
+            noise = torch.randn(emb.shape, generator=ctx.generator("embedding_noise", *key))
+            emb = emb + self.cfg.embedding_noise * noise
         return Routed({AGGREGATOR: {"nodes": nodes.clone(), "seen": nodes[local].clone(),
-                                    "embeddings": h1[local].detach().clone()}})
+                                    "embeddings": emb}})
 
     @step(EMBED, broadcast=True)
     def embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -172,7 +178,7 @@ class FerasHost(PartyLogic):
         with torch.no_grad():
             h1 = model.first_layer(ctx.state["params"], adj, self._features(view, sub.nodes),
                                    self.cfg.feature_dropout, self._dropout_generator(ctx, t))
-        return self._upload(sub.nodes, view.visible_mask()[sub.nodes.numpy()], h1)
+        return self._upload(ctx, sub.nodes, view.visible_mask()[sub.nodes.numpy()], h1, t)
 
     @step(TRAIN, broadcast=True)
     def train(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -218,7 +224,9 @@ class FerasHost(PartyLogic):
     def eval_embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
         view: HostView = ctx.data
         self._no_weights(ctx)
-        return self._upload(torch.arange(view.num_nodes), view.visible_mask(),
+        # The noise is keyed by the round: a round's validation and test passes upload the
+        # same noisy embeddings (the AS learns nothing by averaging the two).
+        return self._upload(ctx, torch.arange(view.num_nodes), view.visible_mask(),
                             self._full_first_layer(ctx))
 
     @step(EVALUATE, broadcast=True)

@@ -16,11 +16,12 @@ from fedrec.algorithms.feras.steps import (
     TAKE_WEIGHTS,
     TRAIN,
 )
+from fedrec.attacks.attribute_inference import AttributeInferenceAttack
 from fedrec.core.codec import Payload
 from fedrec.data.types import check_split
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import AGGREGATOR, PartyId
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Observer, Runtime
 from fedrec.privacy.report import no_guarantee
 
 
@@ -28,6 +29,18 @@ class FerasServer(ServerLogic):
     def __init__(self, cfg: FerasConfig, multilabel: bool) -> None:
         self.cfg = cfg
         self.metric = "f1_micro" if multilabel else "accuracy"  # equal on single-label nodes
+        self.attack: AttributeInferenceAttack | None = None
+
+    def attach_instruments(self, instruments: dict[str, Any]) -> None:
+        """The experimenter's attribute-inference ``attack`` (:func:`feras_instruments`), an
+        observer of what the AS receives; it only computes metrics."""
+        unknown = set(instruments) - {"attack"}
+        if unknown:
+            raise TypeError(f"feras has no instrument {sorted(unknown)}")
+        self.attack = instruments.get("attack", self.attack)
+
+    def observers(self) -> list[Observer]:
+        return [self.attack] if self.attack is not None else []
 
     def _iteration(self, rt: Runtime, hosts: list[PartyId], t: int) -> list[Payload]:
         request = {"iteration": t, "share_weights": self.cfg.shares_weights
@@ -77,7 +90,10 @@ class FerasServer(ServerLogic):
         if not scored:
             return {"eval_clients": 0.0}
         score = sum(float(r["f1_micro"]) for r in scored) / len(scored)
-        return {self.metric: score, "eval_clients": float(len(scored))}
+        out = {self.metric: score, "eval_clients": float(len(scored))}
+        if self.attack is not None and request["split"] == "test" and rt.round == self.cfg.rounds:
+            out.update(self.attack.summary())  # on the last round's uploads only (its cost)
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         return {}  # the hosts' weights and the AS's table are the parties' states
