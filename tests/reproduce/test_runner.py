@@ -172,3 +172,26 @@ def test_choice_waits_for_its_trials_in_a_report_only_run(tmp_path: Path) -> Non
     choice = choose_on_validation(cands, tmp_path, runner=Recorder(), run_missing=False)
     assert choice.label == "a" and choice.select_on is None
     assert choice.validation == {"a": None, "b": None}
+
+
+class OptionsRecorder(Recorder):
+    """A :class:`Recorder` that also stores the dataset options, as ``results.json`` does."""
+
+    def __call__(self, algorithm, dataset, *, overrides, out_dir, **kwargs) -> None:
+        super().__call__(algorithm, dataset, overrides=overrides, out_dir=out_dir)
+        self.calls[-1] = (*self.calls[-1], kwargs.get("dataset_options"))
+        path = Path(out_dir) / "results.json"
+        stored = json.loads(path.read_text())
+        stored["dataset_options"] = kwargs.get("dataset_options") or {}
+        path.write_text(json.dumps(stored))
+
+
+def test_dataset_options_reach_the_run_and_tell_runs_apart(tmp_path: Path) -> None:
+    specs = [RunSpec("public", "gcn-central", "cora", {}, (0,)),
+             RunSpec("random", "gcn-central", "cora", {}, (0,), {"split": "random", "seed": 0})]
+    rec = OptionsRecorder()
+    res = run_all(specs, tmp_path, runner=rec)
+    assert [c[2] for c in rec.calls] == [None, {"split": "random", "seed": 0}]
+    assert res["public"] != res["random"]
+    again = OptionsRecorder()
+    assert run_all(specs, tmp_path, runner=again) == res and again.calls == []

@@ -1,9 +1,11 @@
 """Attacks a curious server can mount on what it receives (evaluation instruments)."""
 
+from fedrec.attacks.attribute_inference import AttributeInferenceAttack
 from fedrec.attacks.cross_round import CrossRoundAttack
 from fedrec.attacks.rated_items import RatedItemsAttack, guess_rated_items
 from fedrec.attacks.top_guess import TopGuessAttack, top_guess
 
 __all__ = [
-    "CrossRoundAttack", "RatedItemsAttack", "TopGuessAttack", "guess_rated_items", "top_guess",
+    "AttributeInferenceAttack", "CrossRoundAttack", "RatedItemsAttack", "TopGuessAttack",
+    "guess_rated_items", "top_guess",
 ]

@@ -81,9 +81,35 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     return "\n".join(out) + "\n"
 
 
-def command_of(spec_algorithm: str, dataset: str, overrides: dict[str, Any]) -> str:
+def command_of(spec_algorithm: str, dataset: str, overrides: dict[str, Any],
+               dataset_options: dict[str, Any] | None = None) -> str:
     sets = "".join(f" --set {k}={v}" for k, v in overrides.items())
-    return f"fedrec run {spec_algorithm} --dataset {dataset}{sets} --set seed=S"
+    opts = "".join(f" --data-opt {k}={v}" for k, v in (dataset_options or {}).items())
+    return f"fedrec run {spec_algorithm} --dataset {dataset}{opts}{sets} --set seed=S"
+
+
+def ci95(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% confidence interval (Student's t, sample std; NaN
+    half-width for fewer than two values)."""
+    if not values:
+        return math.nan, math.nan
+    arr = np.asarray(values, dtype=np.float64)
+    if len(arr) < 2:
+        return float(arr.mean()), math.nan
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, len(arr) - 1) * arr.std(ddof=1) / math.sqrt(len(arr)))
+    return float(arr.mean()), half
+
+
+def fmt_ci(values: Sequence[float], digits: int = 3) -> str:
+    """``mean ± half-width of the 95% CI (n)``; ``mean (1)`` for one value, ``–`` for none."""
+    if not values:
+        return "–"
+    m, half = ci95(values)
+    if half != half:  # one run: no interval
+        return f"{m:.{digits}f} ({len(values)})"
+    return f"{m:.{digits}f} ± {half:.{digits}f} ({len(values)})"
 
 
 def plot(path: Path, panels: Sequence[Callable[[Any], None]], title: str) -> None:

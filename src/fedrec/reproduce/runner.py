@@ -41,6 +41,9 @@ class RunSpec:
     dataset: str
     overrides: dict[str, Any] = field(default_factory=dict)
     seeds: tuple[int, ...] = (0,)
+    #: ``fedrec run --data-opt`` (e.g. ``{"split": "random", "seed": 0}``); part of the run's
+    #: identity (stored as ``dataset_options`` in ``results.json``).
+    dataset_options: dict[str, Any] = field(default_factory=dict)
 
 
 def _log(msg: str) -> None:
@@ -67,13 +70,16 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             path = folder / RESULTS_NAME
             cfg = _resolved(spec, seed)
             resolved = to_dict(cfg)
-            canon = json.dumps([spec.algorithm, spec.dataset, resolved], sort_keys=True,
-                               default=str)
+            identity: list[Any] = [spec.algorithm, spec.dataset, resolved]
+            if spec.dataset_options:  # (kept out otherwise: the key of every earlier spec)
+                identity.append(spec.dataset_options)
+            canon = json.dumps(identity, sort_keys=True, default=str)
             stored = json.loads(path.read_text()) if path.is_file() else {}
             # Reused only if made with today's resolved config: a changed packaged config (a
             # dataset's tuned section) must re-run the setting, not report the old run.
             if (stored.get("status") == "complete" and stored.get("format") == RESULTS_FORMAT
-                    and _same(with_new_defaults(stored["config"], cfg), resolved)):
+                    and _same(with_new_defaults(stored["config"], cfg), resolved)
+                    and _same(stored.get("dataset_options") or {}, spec.dataset_options)):
                 results.setdefault(spec.key, []).append(stored)
                 by_config.setdefault(canon, (stored, f"{spec.key}/seed-{seed}"))
                 continue
@@ -86,13 +92,16 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 continue
             _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
                  f"--dataset {spec.dataset} " + " ".join(f"--set {k}={v}" for k, v in
-                                                         spec.overrides.items()))
+                                                         spec.overrides.items())
+                 + "".join(f" --data-opt {k}={v}" for k, v in spec.dataset_options.items()))
             if (folder / FAILED_NAME).is_file():
                 continue  # failed before (e.g. diverged): reported, not retried
             (folder / SAME_AS_NAME).unlink(missing_ok=True)  # it was another run's twin
             resume = (folder / CHECKPOINT_NAME).is_file()
             kwargs = dict(data_dir=data_dir, overrides={**spec.overrides, "seed": seed},
                           out_dir=folder, device=device, progress=progress)
+            if spec.dataset_options:
+                kwargs["dataset_options"] = dict(spec.dataset_options)
             try:
                 try:
                     runner(spec.algorithm, spec.dataset, resume=resume, **kwargs)

@@ -51,6 +51,8 @@ infer attributes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
@@ -59,11 +61,24 @@ from fedrec.algorithms.feras.config import SCHEDULES, FerasConfig
 from fedrec.algorithms.feras.host import NAME, FerasHost, host_id
 from fedrec.algorithms.feras.server import FerasServer
 from fedrec.algorithms.gcn_common import require_graph
-from fedrec.data import feras_host_views
+from fedrec.attacks.attribute_inference import AttributeInferenceAttack
+from fedrec.data import assign_private_nodes, feras_host_views
 from fedrec.data.types import Dataset, GraphDataset, is_metadata_only
 from fedrec.errors import ConfigError
 from fedrec.federation.message import AGGREGATOR, CLIENT
 from fedrec.federation.runtime import Party
+
+
+def feras_instruments(cfg: FerasConfig, ds: Dataset) -> dict[str, Any]:
+    """The experimenter's instruments: with ``attack`` (and shared embeddings), the AS's
+    attribute-inference attack, given the true attributes and who owns which node to score its
+    guesses (and the public nodes' attributes the decoder may use)."""
+    if not (cfg.attack and cfg.shares_embeddings):
+        return {}
+    g = require_graph(ds, NAME)
+    owner = assign_private_nodes(g.num_nodes, cfg.num_hosts, cfg.private_fraction, cfg.seed)
+    return {"attack": AttributeInferenceAttack(g.x, owner, g.edge_index, seed=cfg.seed,
+                                               max_targets=cfg.attack_targets)}
 
 
 def build_feras_job(cfg: FerasConfig, ds: Dataset, device: torch.device) -> FederatedJob:
@@ -81,7 +96,10 @@ def build_feras_job(cfg: FerasConfig, ds: Dataset, device: torch.device) -> Fede
     host = FerasHost(cfg, ds.num_features, ds.num_classes)
     parties = [Party(host_id(h), CLIENT, host, view) for h, view in enumerate(views)]
     parties.append(Party(AGGREGATOR, AGGREGATOR, FerasAggregator(ds.num_nodes, cfg.hidden)))
-    return FederatedJob(FerasServer(cfg, bool(ds.multilabel)), parties=parties)
+    server = FerasServer(cfg, bool(ds.multilabel))
+    if not is_metadata_only(ds):
+        server.attach_instruments(feras_instruments(cfg, ds))
+    return FederatedJob(server, parties=parties)
 
 
 def build_feras(cfg: FerasConfig, ds: Dataset, device: torch.device) -> FederatedTrainer:
@@ -97,7 +115,8 @@ SPEC = AlgorithmSpec(
     dataset_kinds=("graph",),
     build=build_feras,
     build_job=build_feras_job,
+    instruments=feras_instruments,
 )
 
 __all__ = ["SCHEDULES", "SPEC", "FerasAggregator", "FerasConfig", "FerasHost", "FerasServer",
-           "build_feras", "build_feras_job", "host_id"]
+           "build_feras", "build_feras_job", "feras_instruments", "host_id"]

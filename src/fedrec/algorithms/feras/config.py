@@ -9,6 +9,9 @@ from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
 
 SCHEDULES = ("sequential", "synchronous")
+#: What the hosts share: Feras itself; GraphSAINT-SW (FedAvg of the weights every q iterations,
+#: no embedding); isolated hosts (nothing: each trains alone on its own view).
+SHARING = ("embeddings+weights", "weights", "none")
 
 
 @dataclass
@@ -26,6 +29,16 @@ class FerasConfig(SaintSamplerConfig):
     schedule: str = option("sequential", "sequential: hosts one after another, each on the "
                                          "latest shared embeddings (the paper's); synchronous: "
                                          "all hosts in parallel, the AS averages")
+    share: str = option("embeddings+weights", "what the hosts share through the AS: "
+                                              "embeddings+weights (Feras), weights (GraphSAINT-"
+                                              "SW, FedAvg every q iterations) or none (isolated "
+                                              "hosts); the baselines on the same host views")
+    embedding_noise: float = option(0.0, "defence: std of the Gaussian noise a host adds to "
+                                         "every embedding it uploads (0: none)")
+    attack: bool = option(False, "run the AS's attribute-inference attack on the last "
+                                 "round's evaluation uploads (metrics only)")
+    attack_targets: int = option(300, "attack: at most this many private and public target "
+                                      "nodes per host")
     # GraphSAINT's rate: with 0.5 on each of the three layers' inputs the net starts slowly.
     feature_dropout: float = option(0.1)
 
@@ -39,3 +52,14 @@ class FerasConfig(SaintSamplerConfig):
         check_range("iterations_per_round", self.iterations_per_round, 1)
         check_range("walk_length", self.walk_length, 1)
         check_choice("schedule", self.schedule, SCHEDULES)
+        check_choice("share", self.share, SHARING)
+        check_range("embedding_noise", self.embedding_noise, 0.0)
+        check_range("attack_targets", self.attack_targets, 1)
+
+    @property
+    def shares_embeddings(self) -> bool:
+        return self.share == "embeddings+weights"
+
+    @property
+    def shares_weights(self) -> bool:
+        return self.share != "none"

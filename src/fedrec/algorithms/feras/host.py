@@ -132,6 +132,14 @@ class FerasHost(PartyLogic):
         has[pos] = True
         return received, has
 
+    def _shared(self, ctx: PartyContext, h1: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+        """The second layer's input: the AS's averages where it sent one (Feras), the host's own
+        embeddings where the hosts share no embedding (the baselines)."""
+        if not self.cfg.shares_embeddings:
+            return h1
+        received, has = self._averages(ctx, nodes, self.cfg.hidden)
+        return model.shared(h1, received, has)
+
     def _features(self, view: HostView, nodes: torch.Tensor | None) -> torch.Tensor:
         return gcn.row_normalized(view.features(None if nodes is None else nodes.numpy()))
 
@@ -145,13 +153,19 @@ class FerasHost(PartyLogic):
              {"params": [v for k, v in params.items() if k not in decayed],
               "weight_decay": 0.0}], lr=self.cfg.lr)
 
-    @staticmethod
-    def _upload(nodes: torch.Tensor, seen: np.ndarray, h1: torch.Tensor) -> Routed:
+    def _upload(self, ctx: PartyContext, nodes: torch.Tensor, seen: np.ndarray,
+                h1: torch.Tensor, *key: object) -> Routed:
         """What goes to the AS: the node ids, the visible ones among them and their embeddings
-        (nothing of an unseen node: its embedding was computed from zero attributes)."""
+        (nothing of an unseen node: its embedding was computed from zero attributes), with
+        ``embedding_noise`` Gaussian noise drawn from the host's secret (the round, the step
+        and ``key``)."""
         local = torch.from_numpy(np.flatnonzero(seen))
+        emb = h1[local].detach().clone()
+        if self.cfg.embedding_noise > 0:
+            noise = torch.randn(emb.shape, generator=ctx.generator("embedding_noise", *key))
+            emb = emb + self.cfg.embedding_noise * noise
         return Routed({AGGREGATOR: {"nodes": nodes.clone(), "seen": nodes[local].clone(),
-                                    "embeddings": h1[local].detach().clone()}})
+                                    "embeddings": emb}})
 
     @step(EMBED, broadcast=True)
     def embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -164,7 +178,7 @@ class FerasHost(PartyLogic):
         with torch.no_grad():
             h1 = model.first_layer(ctx.state["params"], adj, self._features(view, sub.nodes),
                                    self.cfg.feature_dropout, self._dropout_generator(ctx, t))
-        return self._upload(sub.nodes, view.visible_mask()[sub.nodes.numpy()], h1)
+        return self._upload(ctx, sub.nodes, view.visible_mask()[sub.nodes.numpy()], h1, t)
 
     @step(TRAIN, broadcast=True)
     def train(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -174,7 +188,6 @@ class FerasHost(PartyLogic):
         topo = self.topology(view)
         sub = self.subgraph(view, t)
         nodes = sub.nodes
-        received, has = self._averages(ctx, nodes, self.cfg.hidden)
         params = {k: v.clone().requires_grad_() for k, v in ctx.state["params"].items()}
         opt = self._optimizer(params)
         if ctx.state["adam"] is not None:
@@ -183,8 +196,7 @@ class FerasHost(PartyLogic):
         gen = self._dropout_generator(ctx, t)  # the masks of ``embed``, then fresh ones
         h1 = model.first_layer(params, adj, self._features(view, nodes),
                                self.cfg.feature_dropout, gen)
-        z = model.rest(params, adj, model.shared(h1, received, has), self.cfg.feature_dropout,
-                       gen)
+        z = model.rest(params, adj, self._shared(ctx, h1, nodes), self.cfg.feature_dropout, gen)
         local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
         labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
         n_train = int(view.train_mask_visible.sum())
@@ -212,7 +224,9 @@ class FerasHost(PartyLogic):
     def eval_embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
         view: HostView = ctx.data
         self._no_weights(ctx)
-        return self._upload(torch.arange(view.num_nodes), view.visible_mask(),
+        # The noise is keyed by the round: a round's validation and test passes upload the
+        # same noisy embeddings (the AS learns nothing by averaging the two).
+        return self._upload(ctx, torch.arange(view.num_nodes), view.visible_mask(),
                             self._full_first_layer(ctx))
 
     @step(EVALUATE, broadcast=True)
@@ -224,9 +238,8 @@ class FerasHost(PartyLogic):
         if len(nodes) == 0:
             return {"f1_micro": 0.0, "count": 0}
         h1 = self._full_first_layer(ctx)
-        received, has = self._averages(ctx, torch.arange(view.num_nodes), self.cfg.hidden)
         with torch.no_grad():
             z = model.rest(ctx.state["params"], self.topology(view).full_adj,
-                           model.shared(h1, received, has))
+                           self._shared(ctx, h1, torch.arange(view.num_nodes)))
         pred = gcn.predict(z, view.multilabel).numpy()[nodes]
         return {"f1_micro": f1_micro(pred, view.labels(nodes)), "count": len(nodes)}

@@ -16,11 +16,12 @@ from fedrec.algorithms.feras.steps import (
     TAKE_WEIGHTS,
     TRAIN,
 )
+from fedrec.attacks.attribute_inference import AttributeInferenceAttack
 from fedrec.core.codec import Payload
 from fedrec.data.types import check_split
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import AGGREGATOR, PartyId
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Observer, Runtime
 from fedrec.privacy.report import no_guarantee
 
 
@@ -28,11 +29,26 @@ class FerasServer(ServerLogic):
     def __init__(self, cfg: FerasConfig, multilabel: bool) -> None:
         self.cfg = cfg
         self.metric = "f1_micro" if multilabel else "accuracy"  # equal on single-label nodes
+        self.attack: AttributeInferenceAttack | None = None
+
+    def attach_instruments(self, instruments: dict[str, Any]) -> None:
+        """The experimenter's attribute-inference ``attack`` (:func:`feras_instruments`), an
+        observer of what the AS receives; it only computes metrics."""
+        unknown = set(instruments) - {"attack"}
+        if unknown:
+            raise TypeError(f"feras has no instrument {sorted(unknown)}")
+        self.attack = instruments.get("attack", self.attack)
+
+    def observers(self) -> list[Observer]:
+        return [self.attack] if self.attack is not None else []
 
     def _iteration(self, rt: Runtime, hosts: list[PartyId], t: int) -> list[Payload]:
-        request = {"iteration": t, "share_weights": t % self.cfg.weight_every == 0}
+        request = {"iteration": t, "share_weights": self.cfg.shares_weights
+                   and t % self.cfg.weight_every == 0}
         replies: dict[PartyId, Payload] = {}
-        if self.cfg.schedule == "synchronous":
+        if not self.cfg.shares_embeddings:  # the baselines: every host on its own subgraph
+            replies = rt.broadcast(TRAIN, hosts, request)
+        elif self.cfg.schedule == "synchronous":
             rt.broadcast(EMBED, hosts, request)
             rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
             replies = rt.broadcast(TRAIN, hosts, request)
@@ -66,14 +82,18 @@ class FerasServer(ServerLogic):
         paper's "mean of all hosts' score"), after one full-graph pass with shared
         embeddings."""
         request = {"split": check_split(split)}
-        rt.broadcast(EVAL_EMBED, rt.client_ids, request)
-        rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
+        if self.cfg.shares_embeddings:
+            rt.broadcast(EVAL_EMBED, rt.client_ids, request)
+            rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
         replies = rt.broadcast(EVALUATE, rt.client_ids, request)
         scored = [r for r in replies.values() if int(r["count"]) > 0]
         if not scored:
             return {"eval_clients": 0.0}
         score = sum(float(r["f1_micro"]) for r in scored) / len(scored)
-        return {self.metric: score, "eval_clients": float(len(scored))}
+        out = {self.metric: score, "eval_clients": float(len(scored))}
+        if self.attack is not None and request["split"] == "test" and rt.round == self.cfg.rounds:
+            out.update(self.attack.summary())  # on the last round's uploads only (its cost)
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         return {}  # the hosts' weights and the AS's table are the parties' states
@@ -82,8 +102,12 @@ class FerasServer(ServerLogic):
         pass
 
     def privacy_report(self) -> dict[str, Any] | None:
+        seen = {"embeddings+weights": "each host's first-layer embeddings of the visible nodes "
+                                      "it sampled (hence which sampled nodes it sees) and, every "
+                                      "q iterations, its weights",
+                "weights": "each host's weights every q iterations",
+                "none": "nothing"}[self.cfg.share]
         return no_guarantee(
             protection="node attributes and labels stay on their host",
-            leakage="the aggregation server sees each host's first-layer embeddings of the "
-                    "visible nodes it sampled (hence which sampled nodes it sees) and, every "
-                    "q iterations, its weights; the orchestrator sees losses and scores")
+            leakage=f"the aggregation server sees {seen}; the orchestrator sees losses and "
+                    "scores")

@@ -1,0 +1,246 @@
+"""``fedrec reproduce feras``: Feras's tables and figures on Cora (issue 17).
+
+What it runs (``fedrec run`` with the overrides in the written tables), on Cora's public split
+and on the random 60/20/20 split (``--data-opt split=random``, split seed = run seed, so the
+seeds are also different splits):
+
+1. **Sampler comparison** (public split, N = 4, pi = 0.5): isolated hosts (``share=none``) with
+   each GraphSAINT sampler, and Feras with each. The *best sampler* is the one whose isolated
+   runs have the highest mean validation accuracy (at each run's validation-chosen round); it is
+   chosen on validation only and used by every row of the table.
+2. **Table 2's shape**: for N in {2, 4, 8} and pi in {0.2, 0.5, 0.8} (kappa = (N - 1) / N * pi),
+   Feras (``share=embeddings+weights``), GraphSAINT-SW (``share=weights``) and isolated hosts,
+   each the mean over hosts of the hosts' test accuracy (F1-micro) at the validation-chosen
+   round; beside them centralized GraphSAINT (every attribute visible, the upper bound) and
+   full-batch centralized GCN, which do not depend on N and pi. Mean ± the half-width of the
+   95% confidence interval (Student's t) over ``--seeds`` runs.
+3. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
+   (:mod:`fedrec.attacks.attribute_inference`) with Gaussian noise of std ``sigma`` on the
+   shared embeddings, sigma in :data:`NOISES`: test accuracy beside the AUCs for private and
+   public nodes.
+
+``--quick`` (CI) runs 1 seed, N = 2 and pi = 0.5 only (the attack too), one round of 2
+iterations per federated run (a weight average at the second) and a few epochs of the
+centralized ones, the isolated sampler comparison and two noise levels: it tests the pipeline,
+not the method.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedrec.reproduce.report import (
+    ci95,
+    command_of,
+    fmt_ci,
+    markdown_table,
+    metric,
+    plot,
+)
+from fedrec.reproduce.runner import RunSpec, run_all, status_of, validation_score
+
+DATASET = "cora"
+SPLITS = ("public", "random")
+HOSTS = (2, 4, 8)
+PRIVATE = (0.2, 0.5, 0.8)
+SAMPLERS = ("node", "edge", "rw", "mrw")
+#: (key, label, share) of the federated methods.
+METHODS = (("feras", "Feras", "embeddings+weights"), ("sw", "GraphSAINT-SW", "weights"),
+           ("isolated", "isolated hosts", "none"))
+CENTRAL = (("saint-central", "centralized GraphSAINT"), ("gcn-central", "centralized GCN"))
+NOISES = (0.0, 0.1, 0.3, 1.0)
+COMPARE = {"num_hosts": 4, "private_fraction": 0.5}  # the sampler comparison's and attack's
+METRIC = "accuracy"  # F1-micro on single-label Cora
+QUICK_FEDERATED = {"rounds": 1, "iterations_per_round": 2, "weight_every": 2, "presample": 20}
+QUICK = {"feras": QUICK_FEDERATED, "saint-central": {"rounds": 2, "presample": 20},
+         "gcn-central": {"rounds": 10}}
+
+
+def kappa(num_hosts: int, private_fraction: float) -> float:
+    """The fraction of the nodes each host cannot see."""
+    return (num_hosts - 1) / num_hosts * private_fraction
+
+
+def grid(quick: bool) -> tuple[tuple[str, ...], tuple[int, ...], tuple[float, ...],
+                               tuple[float, ...]]:
+    """(splits, N values, pi values, noise levels) of a reproduction."""
+    if quick:
+        return SPLITS, HOSTS[:1], PRIVATE[1:2], NOISES[::3]
+    return SPLITS, HOSTS, PRIVATE, NOISES
+
+
+def specs_of(key: str, algorithm: str, split: str, overrides: dict[str, Any],
+             seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
+    """The runs of one cell; on the random split one spec per seed (split seed = run seed)."""
+    ov = {**(QUICK.get(algorithm, {}) if quick else {}), **overrides}
+    if split == "public":
+        return [RunSpec(key, algorithm, DATASET, ov, seeds)]
+    return [RunSpec(key, algorithm, DATASET, ov, (s,), {"split": "random", "seed": s})
+            for s in seeds]
+
+
+def sampler_plan(seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
+    methods = [m for m in METHODS if m[0] == "isolated" or (m[0] == "feras" and not quick)]
+    return [s for key, _, share in methods for sampler in SAMPLERS
+            for s in specs_of(f"sampler/{key}/{sampler}", "feras", "public",
+                              {**COMPARE, "share": share, "sampler": sampler}, seeds, quick)]
+
+
+def best_sampler(res: dict[str, list[dict[str, Any]]]) -> str:
+    """The sampler of the isolated runs with the highest mean validation accuracy (the first of
+    :data:`SAMPLERS` on a tie or when none ran)."""
+    scores = {}
+    for sampler in SAMPLERS:
+        vals = [sc[1] for r in res.get(f"sampler/isolated/{sampler}", [])
+                if (sc := validation_score(r)) is not None]
+        if vals:
+            scores[sampler] = float(np.mean(vals))
+    return max(scores, key=lambda k: (scores[k], -SAMPLERS.index(k))) if scores else SAMPLERS[0]
+
+
+def main_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
+    splits, hosts, private, noises = grid(quick)
+    out: list[RunSpec] = []
+    for split in splits:
+        for key, _, share in METHODS:
+            out += [s for n in hosts for pi in private
+                    for s in specs_of(f"table/{split}/{key}/N{n}-pi{pi}", "feras", split,
+                                      {"num_hosts": n, "private_fraction": pi, "share": share,
+                                       "sampler": sampler}, seeds, quick)]
+        out += specs_of(f"central/{split}/saint-central", "saint-central", split,
+                        {"sampler": sampler}, seeds, quick)
+        out += specs_of(f"central/{split}/gcn-central", "gcn-central", split, {}, seeds, quick)
+    quick_attack = {"num_hosts": 2, "attack_targets": 50} if quick else {}  # the costly runs
+    out += [s for sigma in noises
+            for s in specs_of(f"attack/noise-{sigma}", "feras", "public",
+                              {**COMPARE, "sampler": sampler, "attack": True,
+                               "embedding_noise": sigma, **quick_attack}, seeds, quick)]
+    return out
+
+
+def _plot_kappa(out: Path, res: dict[str, list[dict[str, Any]]], quick: bool) -> None:
+    splits, hosts, private, _ = grid(quick)
+
+    def panel(split: str):
+        def draw(ax: Any) -> None:
+            cells = sorted((kappa(n, pi), n, pi) for n in hosts for pi in private)
+            xs = [c[0] for c in cells]
+            for key, label, _ in METHODS:
+                ys = [ci95(metric(res.get(f"table/{split}/{key}/N{n}-pi{pi}", []), METRIC))[0]
+                      for _, n, pi in cells]
+                ax.plot(xs, ys, "o-", label=label)
+            for key, label in CENTRAL:
+                y = ci95(metric(res.get(f"central/{split}/{key}", []), METRIC))[0]
+                ax.axhline(y, linestyle="--", linewidth=1, label=label, color=
+                           "black" if key == "gcn-central" else "grey")
+            ax.set_xlabel("kappa (share of nodes a host cannot see)")
+            ax.set_ylabel("test accuracy (F1-micro), mean over hosts")
+            ax.set_title(f"{split} split")
+            ax.legend(fontsize=7)
+        return draw
+
+    plot(out / "f1_vs_kappa.png", [panel(s) for s in splits], "Feras on Cora")
+
+
+def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
+                 sampler: str, quick: bool) -> Path:
+    splits, hosts, private, noises = grid(quick)
+    lines = ["# Feras reproduction (`fedrec reproduce feras" + (" --quick" if quick else "")
+             + "`)\n",
+             "Cora, node classification. Every figure is read from the runs' `results.json` "
+             "under `runs/`: test accuracy (= F1-micro on single-label nodes) at the round "
+             "chosen on validation accuracy; for the federated methods the mean over hosts of "
+             "each host's accuracy on its visible test nodes. Cells: mean ± half-width of the "
+             "95% confidence interval (Student's t) over runs, run count in brackets.\n"]
+    if quick:
+        lines.append("**Quick mode**: one seed, one round of 2 iterations per federated run; "
+                     "the numbers test the pipeline, not the method.\n")
+
+    lines.append("## Sampler comparison (public split, N = 4, pi = 0.5)\n")
+    srows, bars = [], []
+    for sampler_name in SAMPLERS:
+        cells = [fmt_ci(metric(res.get(f"sampler/{key}/{sampler_name}", []), METRIC))
+                 for key, _, _ in METHODS if key != "sw"]
+        val = [sc[1] for r in res.get(f"sampler/isolated/{sampler_name}", [])
+               if (sc := validation_score(r)) is not None]
+        srows.append([sampler_name, *cells, fmt_ci(val)])
+        bars.append(ci95(metric(res.get(f"sampler/isolated/{sampler_name}", []), METRIC))[0])
+    lines.append(markdown_table(["sampler", "Feras test", "isolated test",
+                                 "isolated validation"], srows))
+    lines.append(f"Best sampler (isolated hosts' validation accuracy): **{sampler}**, used by "
+                 "every row below.\n")
+    lines.append("![samplers](samplers.png)\n")
+    plot(out / "samplers.png", [lambda ax: (ax.bar(list(SAMPLERS), bars),
+                                            ax.set_ylabel("isolated hosts' test accuracy"))],
+         "GraphSAINT samplers, isolated hosts (Cora, N = 4, pi = 0.5)")
+
+    headers = ["split", "N", "pi", "kappa", *(label for _, label, _ in METHODS),
+               *(label for _, label in CENTRAL)]
+    rows = []
+    for split in splits:
+        central = [fmt_ci(metric(res.get(f"central/{split}/{key}", []), METRIC))
+                   for key, _ in CENTRAL]
+        for n in hosts:
+            for pi in private:
+                cells = [fmt_ci(metric(res.get(f"table/{split}/{key}/N{n}-pi{pi}", []), METRIC))
+                         for key, _, _ in METHODS]
+                rows.append([split, str(n), str(pi), f"{kappa(n, pi):.3f}", *cells, *central])
+    lines.append("## Table 2's shape: test accuracy (F1-micro), mean over hosts\n")
+    lines.append(markdown_table(headers, rows))
+    lines.append("![F1 against kappa](f1_vs_kappa.png)\n")
+    _plot_kappa(out, res, quick)
+
+    lines.append("## Attribute inference by the AS (public split, pi = 0.5, N = "
+                 f"{2 if quick else 4})\n")
+    lines.append("AUC of ranking each node's Cora words, mean over target nodes (chance 0.5); "
+                 "`inversion` knows no attribute, `decoder` knows the public nodes' attributes, "
+                 "`prior` is their word frequencies (threat model: "
+                 "`fedrec.attacks.attribute_inference`).\n")
+    arows, pts = [], []
+    auc_keys = [(kind, rule) for kind in ("private", "public")
+                for rule in ("inversion", "decoder", "prior")]
+    for sigma in noises:
+        runs = res.get(f"attack/noise-{sigma}", [])
+        acc = metric(runs, METRIC)
+        aucs = {k: metric(runs, f"attack_auc_{k[0]}_{k[1]}") for k in auc_keys}
+        arows.append([str(sigma), fmt_ci(acc), *(fmt_ci(aucs[k]) for k in auc_keys)])
+        pts.append((sigma, ci95(acc)[0], ci95(aucs[("private", "inversion")])[0],
+                    ci95(aucs[("private", "decoder")])[0]))
+    lines.append(markdown_table(["noise sigma", "test accuracy",
+                                 *(f"AUC {kind} {rule}" for kind, rule in auc_keys)], arows))
+    lines.append("![attack](attack.png)\n")
+    xs = [str(p[0]) for p in pts]
+    plot(out / "attack.png", [
+        lambda ax: (ax.plot(xs, [p[1] for p in pts], "o-"), ax.set_xlabel("noise sigma"),
+                    ax.set_ylabel("test accuracy")),
+        lambda ax: (ax.plot(xs, [p[2] for p in pts], "o-", label="inversion"),
+                    ax.plot(xs, [p[3] for p in pts], "s-", label="decoder"),
+                    ax.set_xlabel("noise sigma"), ax.set_ylabel("AUC, private nodes"),
+                    ax.legend()),
+    ], "Feras: the AS's attribute inference against noise on shared embeddings")
+
+    lines.append("## Runs\n")
+    lines.append(markdown_table(["key", "command", "status"], [
+        [s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides, s.dataset_options) + "`",
+         status_of(out, s)] for s in specs]))
+    path = out / "README.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
+              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              run_missing: bool = True) -> Path:
+    """Run (or resume) the reproduction into ``out`` and write its README; ``sweep_seeds`` is
+    not used (every part runs ``seeds`` seeds)."""
+    chosen = (0,) if quick else tuple(range(seeds))
+    kwargs = dict(data_dir=data_dir, device=device, progress=progress, run_missing=run_missing)
+    first = sampler_plan(chosen, quick)
+    sampler = best_sampler(run_all(first, out, **kwargs))
+    specs = first + main_plan(sampler, chosen, quick)
+    # Once more over all: the comparison's runs load from disk, and a table cell whose
+    # configuration equals one of them reuses it instead of running again.
+    return write_report(out, specs, run_all(specs, out, **kwargs), sampler, quick)
