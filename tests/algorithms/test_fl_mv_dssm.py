@@ -25,8 +25,7 @@ from fedrec.algorithms.fl_mv_dssm.view import ViewData, view_id
 from fedrec.data import RatingDataset
 from fedrec.data.multiview import MultiViewData
 from fedrec.errors import ConfigError
-from fedrec.federation import InProcessRuntime, encode
-from fedrec.federation.runtime import sample_cohort
+from fedrec.federation import InProcessRuntime
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.privacy.mechanisms import GaussianMechanism
 
@@ -44,17 +43,6 @@ def mv(ml100k: RatingDataset) -> MultiViewData:
     return multiview_of(config(), ml100k)
 
 
-def round_messages(cfg: FLMVDSSMConfig, mv: MultiViewData) -> dict[object, list[bytes]]:
-    """Round 1's messages, by sender, as wire bytes."""
-    job = build_job_from_multiview(cfg, mv)
-    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed, client_secrets=SECRET)
-    seen: dict[object, list[bytes]] = {}
-    rt.observers.append(lambda m: seen.setdefault(m.sender, []).append(encode(m.payload)))
-    rt.begin_round(1)
-    job.server.run_round(rt, 1)
-    return seen
-
-
 def test_parties_hold_only_their_own_data(mv: MultiViewData) -> None:
     job = build_job_from_multiview(config(), mv)
     by_id = {p.id: p for p in job.parties}
@@ -68,26 +56,6 @@ def test_parties_hold_only_their_own_data(mv: MultiViewData) -> None:
         assert np.array_equal(view.data.features, mv.user_views[k][0])
         assert view.data.features.shape == (mv.view_dims[k],)  # its own view, nothing else
     assert len(job.client_ids) == 943 and len(job.parties) == 943 * 3
-
-
-def test_changing_one_views_data_changes_only_its_messages(mv: MultiViewData) -> None:
-    cfg = config(clients_per_round=4, secure_aggregation=False)
-    target = sample_cohort(list(range(943)), 4, cfg.seed, 1)[1]
-    views = list(mv.user_views)
-    changed_row = views[1].copy()
-    changed_row[target] = changed_row[target][::-1] + 0.5
-    changed = dataclasses.replace(mv, user_views=(views[0], changed_row))
-    before, after = round_messages(cfg, mv), round_messages(cfg, changed)
-    assert before.keys() == after.keys()
-    mine = view_id(target, "svd")
-    assert before[mine] != after[mine]
-    assert before[target] != after[target]  # its device's upload carries it
-    same = [s for s in before if s not in (mine, target, "server")]
-    assert len(same) == 3 * 4 - 2
-    for sender in same:
-        assert before[sender] == after[sender], sender
-    # the other view of the same device sent exactly what it sent before
-    assert before[view_id(target, "demographics")] == after[view_id(target, "demographics")]
 
 
 def test_view_messages_are_metered_and_go_to_their_own_device(mv: MultiViewData) -> None:
@@ -238,3 +206,12 @@ def test_registered() -> None:
     cfg = config()
     assert (cfg.client_lr, cfg.server_lr, cfg.client_batch, cfg.clients_per_round,
             cfg.rounds) == (0.2, 0.001, 20, 100, 100)
+
+
+def test_most_popular_floor(mv: MultiViewData) -> None:
+    from fedrec.algorithms.fl_mv_dssm.baseline import most_popular_metrics
+
+    pop = most_popular_metrics(mv, 10)
+    # far above a random ranking (about 0.006), below what a per-user model should reach
+    assert 0.03 < pop["Recall@10"] < 0.3
+    assert pop["Precision@10"] > 0.05
