@@ -271,3 +271,45 @@ def test_graph_hosts_only_the_changed_host_differs(cora) -> None:
     for h in ("host-0", "host-2"):  # the partition: every other host's data is the same
         assert np.array_equal(hosts_before[h].x, hosts_after[h].x)
         assert np.array_equal(hosts_before[h].y, hosts_after[h].y)
+
+
+def _view_round_messages(cfg, mv) -> dict[object, list[bytes]]:
+    """Round 1 of FL-MV-DSSM: every party's messages, by sender, as wire bytes."""
+    from fedrec.algorithms.fl_mv_dssm import build_job_from_multiview
+
+    job = build_job_from_multiview(cfg, mv)
+    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
+                          client_secrets=ClientSecrets(bytes(range(32))))
+    seen: dict[object, list[bytes]] = {}
+    rt.observers.append(lambda m: seen.setdefault(m.sender, []).append(encode(m.payload)))
+    rt.begin_round(1)
+    job.server.run_round(rt, 1)
+    return seen
+
+
+def test_fl_mv_dssm_changing_one_view_changes_only_its_messages(ml100k: RatingDataset) -> None:
+    # A device's views are parties of their own: changing one view's features changes that
+    # view's messages and its device's upload (which aggregates it), nothing any other view
+    # sends, the other view of the same device included.
+    from fedrec.algorithms import resolve_config
+    from fedrec.algorithms.fl_mv_dssm import multiview_of
+    from fedrec.algorithms.fl_mv_dssm.view import view_id
+    from fedrec.federation.runtime import sample_cohort
+
+    cfg = resolve_config("fl-mv-dssm", "ml-100k",
+                         overrides={"clients_per_round": 4, "secure_aggregation": False})
+    mv = multiview_of(cfg, ml100k)
+    target = sample_cohort(list(range(943)), 4, cfg.seed, 1)[1]
+    svd = mv.user_views[1].copy()
+    svd[target] = svd[target][::-1] + 0.5
+    changed = dataclasses.replace(mv, user_views=(mv.user_views[0], svd))
+    before, after = _view_round_messages(cfg, mv), _view_round_messages(cfg, changed)
+    assert before.keys() == after.keys()
+    mine = view_id(target, "svd")
+    assert before[mine] != after[mine]
+    assert before[target] != after[target]
+    same = [s for s in before if s not in (mine, target, "server")]
+    assert len(same) == 3 * 4 - 2  # 4 devices, 2 views each
+    assert view_id(target, "demographics") in same
+    for sender in same:
+        assert before[sender] == after[sender], sender

@@ -1,0 +1,139 @@
+"""FL-MV-DSSM: federated multi-view DSSM (Huang et al., arXiv 2008.10808, FTL-IJCAI 2020), with
+its variants SEMI-FL-MV-DSSM (``aggregate_user_sub_model: false``) and FL-DSSM (one view in
+``views``).
+
+Parties. A user is a *device* (a client, id = user id) that runs ``N`` *views* (apps; parties
+of role ``"view"``, ids ``"view/<device>/<name>"``). View ``i`` holds its own user feature row
+``U_i`` and its user sub-model ``W_Ui`` (SEMI-FL-MV-DSSM: in its state), plus the device's
+training positives ``y`` (Algorithm 1 gives every view ``(U_i, I, y)``); every view knows the
+public item features ``I``. The device holds its positives of every split and nothing of any
+view: whatever passes from a view to its device is a runtime message (metered, shown to
+observers). Data: :func:`fedrec.data.multiview.build_multiview` (view ``demographics``: 23
+dims; ``svd``: 30-dim SVD factors of a held-aside slice; items: 3,169 title trigrams + 19
+genres). Towers (:mod:`fedrec.models.dssm`): Dense 64, 32, 16, cosine relevance, softmax with
+temperature ``gamma`` over the positive and ``num_negatives`` random unclicked items.
+
+A round (Algorithm 1):
+
+1. ``view_train`` (server -> each view of the ``clients_per_round`` sampled devices): the global
+   item sub-model and (FL-MV-DSSM) that view's global user sub-model. The view copies them,
+   runs ``local_epochs`` of SGD (``client_lr``, ``client_batch`` positives per step, fresh
+   negatives per step from its own secret) and sends its device the changes of the item
+   sub-model and (FL-MV-DSSM) of its user sub-model; SEMI keeps its trained user sub-model.
+2. ``local_aggregate`` (server -> device): ``local_secure_aggregate``
+   (:func:`~fedrec.algorithms.fl_mv_dssm.device.local_secure_aggregate`, equation 7): a
+   uniform sample ``B`` of ``view_sample_size`` views, each item change clipped to L2 ``clip``,
+   their sum plus ``N(0, noise_multiplier^2 clip^2)`` drawn once by the device, divided by
+   ``|B|``; then each view's user change beside it; the device returns that vector into
+   ``remote_secure_aggregate``: Bonawitz et al.'s secure sum across the sampled devices
+   (:mod:`fedrec.federation.secure_sum`; ``secure_aggregation: false``: a plain sum of the same
+   fixed-point encodings, the same model).
+3. The server divides the sum by the number of devices in it and takes one Adam step
+   (``server_lr``) on each global vector with the negated mean change as the gradient.
+
+Evaluation (Algorithm 2, federated): ``view_predict`` (server -> every view): each view scores
+every item, ``P(item | U_i)`` = softmax over all items of ``gamma`` times cosine, adds its own
+``N(0, (predict_noise sqrt 2)^2)`` and sends the vector to its device; ``evaluate`` (server ->
+device): the device sums its views' vectors, ranks every item it has not trained on and returns
+only its Precision/Recall/NDCG@``topk`` and AUC (test items against every other unknown item).
+
+Guarantee. Against another view of the same device (or anyone who reads a device's local
+aggregate): each view's item change enters the aggregate as a Gaussian mechanism of
+sensitivity ``clip`` and noise multiplier ``noise_multiplier`` (add/remove one view's
+contribution), composed over the rounds its device took part in (PLD/RDP,
+:mod:`fedrec.privacy.accounting`; no amplification by the view sampling is claimed); its
+prediction vectors are Gaussian mechanisms of sensitivity sqrt 2 (``predict_noise`` 0: no
+guarantee for them). Against the server: it sees only sums over the cohort (secure
+aggregation). Not covered: the device itself (the local framework, which the paper trusts: it
+sees each view's clipped change before the noise and each view's user change), and the user
+sub-model changes, which carry no noise. Choices where the paper is cut: ``docs/fl-mv-dssm.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
+from fedrec.algorithms.fl_mv_dssm.device import DeviceData, DeviceLogic, local_secure_aggregate
+from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
+from fedrec.algorithms.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
+from fedrec.data.multiview import MultiViewData, build_multiview
+from fedrec.data.types import Dataset, Interactions, no_rows
+from fedrec.errors import ConfigError
+from fedrec.federation.message import CLIENT
+from fedrec.federation.runtime import Party
+
+
+def multiview_of(cfg: FLMVDSSMConfig, dataset: Dataset) -> MultiViewData:
+    """The multi-view data of all of ``dataset``'s ratings, taken in (user, item) order so that
+    it does not depend on how the loader split them."""
+    rows = Interactions.concat(dataset.train, dataset.valid, dataset.test)
+    order = np.argsort(rows.users.astype(np.int64) * dataset.num_items + rows.items,
+                       kind="stable")
+    every = dataclasses.replace(dataset, train=rows.select(order), valid=no_rows(),
+                                test=no_rows())
+    return build_multiview(every, cfg.split, cfg.test_fraction, cfg.split_seed,
+                           cfg.held_aside_fraction)
+
+
+def _items_by_user(rows: Interactions, num_users: int) -> list[np.ndarray]:
+    order = np.argsort(rows.users, kind="stable")
+    users, items = rows.users[order], rows.items[order].astype(np.int64)
+    bounds = np.searchsorted(users, np.arange(num_users + 1))
+    return [items[bounds[u]: bounds[u + 1]] for u in range(num_users)]
+
+
+def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> FederatedJob:
+    """The parties of :mod:`fedrec.algorithms.fl_mv_dssm` on ``mv``: one device per user with
+    training positives, each with one party per view in ``cfg.views``."""
+    task = mv.task
+    index = {name: k for k, name in enumerate(mv.view_names)}
+    dims = {name: mv.view_dims[index[name]] for name in cfg.views}
+    for name in cfg.views:
+        feats = mv.user_views[index[name]]
+        if feats.shape[0] != task.num_users or not np.isfinite(feats).all():
+            raise ConfigError(f"view {name}: features must be one finite row per user, got "
+                              f"shape {feats.shape}")
+    server = FLMVDSSMServer(cfg, mv.item_features.shape[1], dims)
+    device_logic = DeviceLogic(cfg, server.upload_size, task.num_items)
+    view_logic = ViewLogic(cfg, mv.item_features, dims)
+    parts = {s: _items_by_user(getattr(task, s), task.num_users)
+             for s in ("train", "valid", "test")}
+    devices = [u for u in range(task.num_users) if len(parts["train"][u])]
+    parties = [Party(u, CLIENT, device_logic, DeviceData(parts["train"][u], parts["valid"][u],
+                                                         parts["test"][u])) for u in devices]
+    parties += [Party(view_id(u, name), VIEW, view_logic,
+                      ViewData(mv.user_views[index[name]][u].copy(), parts["train"][u]))
+                for u in devices for name in cfg.views]
+    return FederatedJob(server=server, parties=parties)
+
+
+def build_fl_mv_dssm_job(cfg: FLMVDSSMConfig, dataset: Dataset,
+                         device: torch.device) -> FederatedJob:
+    return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
+
+
+def build_fl_mv_dssm(cfg: FLMVDSSMConfig, dataset: Dataset,
+                     device: torch.device) -> FederatedTrainer:
+    return FederatedTrainer(build_fl_mv_dssm_job(cfg, dataset, device), cfg, device)
+
+
+SPEC = AlgorithmSpec(
+    name="fl-mv-dssm",
+    summary="federated multi-view DSSM: isolated views per device, Gaussian noise between "
+            "views, secure aggregation across devices (SEMI and FL-DSSM by options)",
+    paper="Huang et al., A Federated Multi-View Deep Learning Framework for Privacy-Preserving "
+          "Recommendations, arXiv:2008.10808 (2020)",
+    config_cls=FLMVDSSMConfig,
+    dataset_kinds=("rating",),
+    build=build_fl_mv_dssm,
+    build_job=build_fl_mv_dssm_job,
+)
+
+__all__ = ["SPEC", "DeviceLogic", "FLMVDSSMConfig", "FLMVDSSMServer", "ViewLogic",
+           "build_fl_mv_dssm", "build_fl_mv_dssm_job", "build_job_from_multiview",
+           "local_secure_aggregate", "multiview_of", "training_accountant"]

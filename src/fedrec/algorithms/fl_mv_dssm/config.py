@@ -1,0 +1,97 @@
+"""FL-MV-DSSM's options (:mod:`fedrec.algorithms.fl_mv_dssm`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedrec.config import RunConfig, check_choice, check_range, option
+from fedrec.data.multiview import TASK_SPLITS, VIEW_NAMES
+from fedrec.errors import ConfigError
+from fedrec.federation.secure_sum import (
+    validate_secure_sum_options,
+    variant_of,
+    variant_option,
+)
+
+
+@dataclass
+class FLMVDSSMConfig(RunConfig):
+    """The paper's settings (Section V-A): client SGD 0.2, server Adam 0.001, batch 20, 100
+    clients per round, 100 rounds; Table I's towers; Gaussian mechanism sigma 1 on the local
+    aggregate (the paper's experiments)."""
+
+    rounds: int = option(100)
+    eval_every: int = option(10)
+    clients_per_round: int = option(100, "devices sampled per round (0 = every device)")
+    split: str = option("random", "random: the paper's random 80/20 of all positives | "
+                                  "per-user: 80/20 of each user's")
+    test_fraction: float = option(0.2, "share of the task's positives in the test set")
+    split_seed: int = option(0, "seed of the split and of the held-aside (view-2) slice")
+    held_aside_fraction: float = option(0.2, "share of each user's positives held aside as "
+                                             "the other app's data (view 2's SVD input)")
+    views: tuple[str, ...] = option(VIEW_NAMES, "the user views each device runs, by name "
+                                                "(demographics, svd); one view = FL-DSSM")
+    widths: tuple[int, ...] = option((64, 32, 16), "Dense widths of every tower (Table I)")
+    gamma: float = option(10.0, "softmax temperature over cosine relevance (eq. 5)")
+    num_negatives: int = option(4, "N: random unclicked items per positive (eq. 5)")
+    client_lr: float = option(0.2, "views' SGD learning rate")
+    client_batch: int = option(20, "positives per local SGD step")
+    local_epochs: int = option(1, "local epochs per round over the device's positives")
+    server_lr: float = option(0.001, "server Adam learning rate on the mean update")
+    aggregate_user_sub_model: bool = option(True, "true: FL-MV-DSSM (user sub-models "
+                                                  "aggregated too) | false: SEMI-FL-MV-DSSM "
+                                                  "(each view keeps its own)")
+    view_sample_size: int = option(0, "|B|: views whose item update enters a device's local "
+                                      "aggregate each round (0: all N)")
+    clip: float = option(0.1, "C: L2 bound of each view's item-sub-model update")
+    noise_multiplier: float = option(1.0, "sigma: the local aggregate's Gaussian noise is "
+                                          "N(0, sigma^2 C^2) (0: no noise, no guarantee)")
+    predict_noise: float = option(0.0, "Gaussian noise on each view's probabilities, in "
+                                       "units of their L2 sensitivity sqrt(2) (0: none)")
+    delta: float = option(1e-5, "delta of the reported (epsilon, delta)")
+    topk: int = option(10, "K of Precision/Recall/NDCG@K")
+    secure_aggregation: bool = option(True, "true: a secure sum across devices "
+                                            "(secagg_variant); false: a plain sum of the same "
+                                            "clipped, fixed-point uploads")
+    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) devices must "
+                                          "survive each step, in (0.5, 1]")
+    secagg_clip: float = option(1.0, "bound of every upload coordinate (larger values are "
+                                     "clipped to it before the sum)")
+    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
+    secagg_variant: str = variant_option("variant")
+    secagg_corrupt: float = variant_option("corrupt")
+    secagg_dropout: float = variant_option("dropout")
+
+    def validate(self) -> None:
+        super().validate()
+        check_choice("split", self.split, TASK_SPLITS)
+        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
+        check_range("held_aside_fraction", self.held_aside_fraction, 0.0, 1.0, low_open=True)
+        if not self.views:
+            raise ConfigError("views is empty: a device needs at least one view")
+        for name in self.views:
+            check_choice("views", name, VIEW_NAMES)
+        if len(set(self.views)) != len(self.views):
+            raise ConfigError(f"views names a view twice: {list(self.views)}")
+        if not self.widths:
+            raise ConfigError("widths is empty: a tower needs at least one layer")
+        for w in self.widths:
+            check_range("widths", w, 1)
+        for name in ("num_negatives", "client_batch", "local_epochs", "topk"):
+            check_range(name, getattr(self, name), 1)
+        for name in ("gamma", "client_lr", "server_lr", "clip"):
+            check_range(name, getattr(self, name), 0.0, low_open=True)
+        check_range("noise_multiplier", self.noise_multiplier, 0.0)
+        check_range("predict_noise", self.predict_noise, 0.0)
+        check_range("delta", self.delta, 0.0, 1.0, low_open=True)
+        check_range("view_sample_size", self.view_sample_size, 0)
+        if self.view_sample_size > len(self.views):
+            raise ConfigError(f"view_sample_size (|B|) is {self.view_sample_size} but a device "
+                              f"has {len(self.views)} views (N)")
+        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
+                                    **variant_of(self))
+
+    @property
+    def sampled_views(self) -> int:
+        """|B|."""
+        return self.view_sample_size or len(self.views)
