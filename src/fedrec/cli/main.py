@@ -1,12 +1,12 @@
 """The ``fedrec`` command line.
 
-    fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...]
+    fedrec run ALGORITHM --dataset NAME|FILE [--config FILE] [--set key=value ...]
                [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec algorithms
     fedrec config show ALGORITHM
-    fedrec datasets list | info NAME | verify [NAME ...]
+    fedrec datasets list | info NAME|FILE [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
 
@@ -94,6 +94,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    from fedrec.config import parse_options
     from fedrec.data import dataset_info, list_datasets, verify
 
     if args.action == "list":
@@ -102,8 +103,9 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     elif args.action == "info":
         if not args.names:
             raise FedrecError("datasets info needs a dataset name")
+        options = parse_options(args.data_opt, "--data-opt")
         for name in args.names:
-            info = dataset_info(name, args.data_dir)
+            info = dataset_info(name, args.data_dir, **options)
             print(name)
             print(table([(str(k), str(v)) for k, v in info.items()]))
     elif args.action == "verify":
@@ -145,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="train an algorithm on a dataset")
     run.add_argument("algorithm")
-    run.add_argument("--dataset", required=True)
+    run.add_argument("--dataset", required=True,
+                     help="a catalogue name (fedrec datasets list) or a file of ratings or "
+                     "interactions (CSV, TSV, Parquet; --data-opt names its columns and split)")
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
@@ -192,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("action", choices=["list", "info", "verify"])
     ds.add_argument("names", nargs="*")
     ds.add_argument("--strict", action="store_true", help="verify: exit 1 unless all files ok")
+    ds.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
+                    help="info: one dataset option (as fedrec run takes them)")
     ds.set_defaults(func=cmd_datasets)
     # After the subcommand too: SUPPRESS keeps a value given before it when none comes after.
     for subparser in sub.choices.values():
