@@ -4,6 +4,7 @@
                [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
+    fedrec results DIR... [--plot FILE.png] [--markdown]
     fedrec algorithms
     fedrec config show ALGORITHM
     fedrec datasets list | info NAME|FILE [--data-opt ...] | verify [NAME ...]
@@ -74,6 +75,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                        data_dir=args.data_dir, device=args.device, progress=not args.quiet,
                        run_missing=not args.report_only, **extra)
     print(f"report: {report}")
+    return 0
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from fedrec.reproduce.compare import find_runs, plot_curves, render
+
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {args.plot}")
+    runs = find_runs(args.dirs)
+    sys.stdout.write(render(runs, markdown=args.markdown))
+    if args.plot:
+        drawn = plot_curves(runs, Path(args.plot))
+        print(f"plot: {args.plot} ({', '.join(drawn)} by round)")
     return 0
 
 
@@ -183,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     from fedrec.cli.deploy import add_deploy_parser
 
     add_deploy_parser(sub)  # fedrec deploy: the same job on Flower (fedrec.engines)
+
+    res = sub.add_parser("results", help="compare completed runs: a table, and their curves")
+    res.add_argument("dirs", nargs="+", metavar="DIR",
+                     help="folders searched for results.json (or results.json files)")
+    res.add_argument("--plot", metavar="FILE.png", help="also draw the metric curves into a PNG")
+    res.add_argument("--markdown", action="store_true", help="print a markdown table")
+    res.set_defaults(func=cmd_results)
 
     alg = sub.add_parser("algorithms", help="list the algorithms")
     alg.set_defaults(func=cmd_algorithms)
