@@ -35,23 +35,23 @@ from fedrec.errors import ConfigError, FedrecError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from fedrec.config import parse_options
-    from fedrec.experiment import run_experiment
+    from fedrec.api import run
+    from fedrec.config import parse_options, parse_override
 
     _set_threads(args.threads)
     secrets = client_secrets_of(args)
-    result = run_experiment(
+    result = run(
         args.algorithm,
         args.dataset,
         dataset_options=parse_options(args.data_opt, "--data-opt"),
         data_dir=args.data_dir,
         config_file=args.config,
-        overrides=args.set or [],
-        out_dir=args.out,
+        config=dict(parse_override(item) for item in args.set or []),
+        out=args.out,
         resume=args.resume,
         device=args.device,
         progress=not args.quiet,
-        client_secrets=secrets,
+        client_secret=secrets,
     )
     rows = summary_rows(result)
     if args.out:
