@@ -37,7 +37,7 @@ import torch
 from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import VAL_PREFIX, Trainer, build_trainer, evaluate_splits
 from fedrec.config import RunConfig, to_dict, with_new_defaults
-from fedrec.data import load_dataset
+from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
 from fedrec.data.types import Dataset, GraphDataset, InteractionDataset, RatingDataset
@@ -216,7 +216,7 @@ def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
 
 def run_experiment(
     algorithm: str,
-    dataset: str,
+    dataset: str | os.PathLike[str],
     *,
     data_dir: str | Path | None = None,
     config_file: str | Path | None = None,
@@ -231,6 +231,9 @@ def run_experiment(
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset``; see the module docstring for files and resuming.
 
+    ``dataset``: a catalogue name or a user's file (:func:`~fedrec.data.load_dataset`); the run
+    of a file also writes :data:`ID_MAP_NAME` (its raw ids) beside ``results.json``.
+
     ``client_secrets``: the experimenter's root of every client's private randomness
     (:mod:`fedrec.federation.secrets`); None draws fresh OS entropy, and the run is then not
     reproducible (a resumed run continues with the checkpoint's root).
@@ -243,11 +246,10 @@ def run_experiment(
     spec = get_algorithm(algorithm)
     cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
     dev = resolve_device(device)
-    kind = get_spec(dataset).kind
-    if kind not in spec.dataset_kinds:
-        raise ConfigError(
-            f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data; {dataset} is {kind}"
-        )
+    user_file = is_user_file(dataset)
+    dataset = os.fspath(dataset)
+    if not user_file:  # a user's file says its kind once it is read
+        check_kind(algorithm, spec.dataset_kinds, dataset, get_spec(dataset).kind)
     options = dict(dataset_options or {})
     out = Path(out_dir) if out_dir is not None else None
     if resume and out is None:
@@ -258,7 +260,10 @@ def run_experiment(
         if resume:
             stored = load_checkpoint(out / CHECKPOINT_NAME)
             check_resume(stored, made_from(algorithm, cfg, dataset, options), out, cfg)
-    ds = load_dataset(dataset, data_dir, download=True, **options)
+    ds = load_dataset(Path(dataset) if user_file else dataset, data_dir, download=True,
+                      **options)
+    if user_file:
+        check_kind(algorithm, spec.dataset_kinds, dataset, dataset_kind(ds))
     check_clients_per_round(cfg, ds)
     # Only a run with a checkpoint needs the record (the fingerprint is a pass over the data).
     record = made_from(algorithm, cfg, dataset, options, ds) if out is not None else {}
@@ -278,7 +283,28 @@ def run_experiment(
         tmp = out / (RESULTS_NAME + ".tmp")
         tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
         tmp.replace(out / RESULTS_NAME)
+        if user_file:
+            write_id_map(out, ds)
     return result
+
+
+ID_MAP_NAME = "id_map.json"
+
+
+def write_id_map(out: Path, ds: Dataset) -> None:
+    """``ID_MAP_NAME`` in ``out``: the raw ids of a user's file by dense id
+    (``{"user_ids": [...], "item_ids": [...]}``, entry ``u`` the raw id of dense id ``u``), so
+    that what a run reports per user or item can be named in the file's own ids."""
+    ids = {key: ds.meta[key].tolist() for key in ("user_ids", "item_ids") if key in ds.meta}
+    tmp = out / (ID_MAP_NAME + ".tmp")
+    tmp.write_text(json.dumps(ids))
+    tmp.replace(out / ID_MAP_NAME)
+
+
+def check_kind(algorithm: str, kinds: tuple[str, ...], dataset: str, kind: str) -> None:
+    """ConfigError unless ``algorithm`` (working on ``kinds``) can run on ``kind`` data."""
+    if kind not in kinds:
+        raise ConfigError(f"{algorithm} works on {'/'.join(kinds)} data; {dataset} is {kind}")
 
 
 @dataclass

@@ -1,12 +1,13 @@
 """The ``fedrec`` command line.
 
-    fedrec run ALGORITHM --dataset NAME [--config FILE] [--set key=value ...]
+    fedrec run ALGORITHM --dataset NAME|FILE [--config FILE] [--set key=value ...]
                [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
+    fedrec results DIR... [--plot FILE.png] [--markdown]
     fedrec algorithms
     fedrec config show ALGORITHM
-    fedrec datasets list | info NAME | verify [NAME ...]
+    fedrec datasets list | info NAME|FILE [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
 
@@ -34,23 +35,23 @@ from fedrec.errors import ConfigError, FedrecError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from fedrec.config import parse_options
-    from fedrec.experiment import run_experiment
+    from fedrec.api import run
+    from fedrec.config import parse_options, parse_override
 
     _set_threads(args.threads)
     secrets = client_secrets_of(args)
-    result = run_experiment(
+    result = run(
         args.algorithm,
         args.dataset,
         dataset_options=parse_options(args.data_opt, "--data-opt"),
         data_dir=args.data_dir,
         config_file=args.config,
-        overrides=args.set or [],
-        out_dir=args.out,
+        config=dict(parse_override(item) for item in args.set or []),
+        out=args.out,
         resume=args.resume,
         device=args.device,
         progress=not args.quiet,
-        client_secrets=secrets,
+        client_secret=secrets,
     )
     rows = summary_rows(result)
     if args.out:
@@ -77,6 +78,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results(args: argparse.Namespace) -> int:
+    from fedrec.reproduce.compare import find_runs, plot_curves, render
+
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {args.plot}")
+    runs = find_runs(args.dirs)
+    sys.stdout.write(render(runs, markdown=args.markdown))
+    if args.plot:
+        drawn = plot_curves(runs, Path(args.plot))
+        print(f"plot: {args.plot} ({', '.join(drawn)} by round)")
+    return 0
+
+
 def cmd_algorithms(args: argparse.Namespace) -> int:
     from fedrec.algorithms import ALGORITHMS
 
@@ -94,6 +108,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    from fedrec.config import parse_options
     from fedrec.data import dataset_info, list_datasets, verify
 
     if args.action == "list":
@@ -102,8 +117,9 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     elif args.action == "info":
         if not args.names:
             raise FedrecError("datasets info needs a dataset name")
+        options = parse_options(args.data_opt, "--data-opt")
         for name in args.names:
-            info = dataset_info(name, args.data_dir)
+            info = dataset_info(name, args.data_dir, **options)
             print(name)
             print(table([(str(k), str(v)) for k, v in info.items()]))
     elif args.action == "verify":
@@ -145,7 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="train an algorithm on a dataset")
     run.add_argument("algorithm")
-    run.add_argument("--dataset", required=True)
+    run.add_argument("--dataset", required=True,
+                     help="a catalogue name (fedrec datasets list) or a file of ratings or "
+                     "interactions (CSV, TSV, Parquet; --data-opt names its columns and split)")
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
@@ -180,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_deploy_parser(sub)  # fedrec deploy: the same job on Flower (fedrec.engines)
 
+    res = sub.add_parser("results", help="compare completed runs: a table, and their curves")
+    res.add_argument("dirs", nargs="+", metavar="DIR",
+                     help="folders searched for results.json (or results.json files)")
+    res.add_argument("--plot", metavar="FILE.png", help="also draw the metric curves into a PNG")
+    res.add_argument("--markdown", action="store_true", help="print a markdown table")
+    res.set_defaults(func=cmd_results)
+
     alg = sub.add_parser("algorithms", help="list the algorithms")
     alg.set_defaults(func=cmd_algorithms)
 
@@ -192,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("action", choices=["list", "info", "verify"])
     ds.add_argument("names", nargs="*")
     ds.add_argument("--strict", action="store_true", help="verify: exit 1 unless all files ok")
+    ds.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
+                    help="info: one dataset option (as fedrec run takes them)")
     ds.set_defaults(func=cmd_datasets)
     # After the subcommand too: SUPPRESS keeps a value given before it when none comes after.
     for subparser in sub.choices.values():

@@ -8,17 +8,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from fedrec.reproduce.report import format_bytes
+
 if TYPE_CHECKING:
     from fedrec.experiment import RunResult
     from fedrec.federation.secrets import ClientSecrets
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return str(n)
 
 
 def table(rows: Sequence[tuple[str, str]]) -> str:

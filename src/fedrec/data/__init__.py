@@ -20,7 +20,13 @@ from fedrec.data.partition import (
     partition_graph,
 )
 from fedrec.data.paths import dataset_dir, default_data_dir, resolve_data_dir
-from fedrec.data.registry import dataset_info, describe, list_datasets, load_dataset
+from fedrec.data.registry import (
+    dataset_info,
+    describe,
+    is_user_file,
+    list_datasets,
+    load_dataset,
+)
 from fedrec.data.types import (
     Dataset,
     GraphDataset,
@@ -53,6 +59,7 @@ __all__ = [
     "ensure_files",
     "feras_host_views",
     "is_metadata_only",
+    "is_user_file",
     "list_datasets",
     "load_dataset",
     "metadata_dataset",

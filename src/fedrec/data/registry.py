@@ -24,9 +24,11 @@ from fedrec.data.loaders import (
 )
 from fedrec.data.splits import VAL_FRACTION, carve_validation
 from fedrec.data.types import Dataset, GraphDataset, RatingDataset
+from fedrec.data.user_files import FILE_OPTIONS, is_file_name, load_interaction_file
 from fedrec.errors import ConfigError
 
-__all__ = ["DatasetSpec", "dataset_info", "describe", "list_datasets", "load_dataset"]
+__all__ = ["DatasetSpec", "dataset_info", "describe", "is_user_file", "list_datasets",
+           "load_dataset"]
 
 PathLike = str | os.PathLike[str]
 
@@ -88,9 +90,10 @@ COMMON_OPTIONS = {
 
 
 def load_dataset(
-    name: str, data_dir: PathLike | None = None, download: bool = False, **options: object
+    name: str | os.PathLike[str], data_dir: PathLike | None = None, download: bool = False,
+    **options: object,
 ) -> Dataset:
-    """Load dataset ``name`` from ``<data_dir>/<dirname>/``.
+    """Load dataset ``name`` from ``<data_dir>/<dirname>/``, or a user's file.
 
     ``data_dir`` defaults to ``$FEDREC_DATA``, else the user cache (see :mod:`fedrec.data.paths`).
     Missing files raise a :class:`DataError` saying which files to put where, unless ``download``
@@ -98,13 +101,36 @@ def load_dataset(
     ``options`` are dataset-specific (see ``DatasetSpec.options``) plus :data:`COMMON_OPTIONS`;
     an unknown name or option raises :class:`ConfigError`.
 
+    A ``name`` that is not in the catalogue and looks like a path (a path object, a ``/``, a
+    suffix, an existing file: :func:`fedrec.data.user_files.is_file_name`) is a user's file of
+    ratings or interactions, read with the options of
+    :data:`fedrec.data.user_files.FILE_OPTIONS` (``data_dir`` and ``download`` do not apply).
+
     Every dataset passes through :func:`fedrec.data.splits.carve_validation` here, the one
     place that makes the validation split: ``train`` of the result excludes the validation rows
     (``valid``; a graph's ``val_mask``).
     """
+    if is_file_name(name, SPECS):
+        path = Path(name)
+        options, val_fraction, val_seed = _validation_options(str(path), options)
+        _refuse_unknown(str(path), options, list(FILE_OPTIONS))
+        ds = load_interaction_file(path, **options)
+        return carve_validation(ds, val_fraction, val_seed)
+    name = str(name)
     get_spec(name)
     loader = _LOADERS[name]
-    accepted = [*_accepted_options(loader), *COMMON_OPTIONS]
+    options, val_fraction, val_seed = _validation_options(name, options)
+    _refuse_unknown(name, options, _accepted_options(loader))
+    extra = ["mgcnn/split_1.mat"] if name == "ml-100k" and options.get("split") == "mgcnn" else []
+    root = ensure_files(name, data_dir, download=download)
+    if extra:
+        ensure_files(name, data_dir, download=download, files=extra)
+    return carve_validation(loader(root, **options), val_fraction, val_seed)
+
+
+def _validation_options(name: str, options: dict[str, object]
+                        ) -> tuple[dict[str, object], float, int]:
+    """``options`` without :data:`COMMON_OPTIONS`, and the validation fraction and seed."""
     options = dict(options)
     val_fraction = options.pop("val_fraction", VAL_FRACTION)
     val_seed = options.pop("val_seed", options.get("seed", 0))
@@ -115,17 +141,22 @@ def load_dataset(
         raise ConfigError(f"{name}: val_fraction must be in [0, 1), got {val_fraction}")
     if int(val_seed) != val_seed:
         raise ConfigError(f"{name}: val_seed must be an integer, got {val_seed}")
+    return options, float(val_fraction), int(val_seed)
+
+
+def _refuse_unknown(name: str, options: dict[str, object], accepted: list[str]) -> None:
+    accepted = [*accepted, *COMMON_OPTIONS]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise ConfigError(
             f"{name}: unknown option(s) {', '.join(unknown)}; accepted: "
             f"{', '.join(accepted) or 'none'}"
         )
-    extra = ["mgcnn/split_1.mat"] if name == "ml-100k" and options.get("split") == "mgcnn" else []
-    root = ensure_files(name, data_dir, download=download)
-    if extra:
-        ensure_files(name, data_dir, download=download, files=extra)
-    return carve_validation(loader(root, **options), float(val_fraction), int(val_seed))
+
+
+def is_user_file(name: str | os.PathLike[str]) -> bool:
+    """Whether ``load_dataset(name)`` reads a user's file rather than a catalogue dataset."""
+    return is_file_name(name, SPECS)
 
 
 def describe(ds: Dataset) -> dict[str, object]:
@@ -176,10 +207,14 @@ def describe(ds: Dataset) -> dict[str, object]:
 
 
 def dataset_info(
-    name: str, data_dir: PathLike | None = None, **options: object
+    name: str | os.PathLike[str], data_dir: PathLike | None = None, **options: object
 ) -> dict[str, object]:
-    """Load ``name`` and return :func:`describe` of it plus the spec's description and citation."""
-    spec = get_spec(name)
+    """Load ``name`` and return :func:`describe` of it plus the spec's description and citation
+    (a user's file: its options instead)."""
     info = describe(load_dataset(name, data_dir, **options))
+    if is_user_file(name):
+        info.update(options=", ".join(f"{k}={v}" for k, v in options.items()) or "defaults")
+        return info
+    spec = get_spec(str(name))
     info.update(description=spec.description, url=spec.url, citation=spec.citation)
     return info

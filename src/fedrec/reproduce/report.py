@@ -75,6 +75,15 @@ def train_bytes_per_round(run: dict[str, Any]) -> float:
     return total / run["config"]["rounds"]
 
 
+def format_bytes(n: float) -> str:
+    """``n`` bytes in B, KiB, MiB, GiB or TiB (what every summary and table prints)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

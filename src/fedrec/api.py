@@ -1,0 +1,150 @@
+"""fedrec from Python: the same steps as the command line, with the same functions under them.
+
+::
+
+    import fedrec
+
+    ds = fedrec.load_dataset("ml-100k")                      # or a file: "my.csv", options
+    cfg = fedrec.make_config("fedgnn", "ml-100k", rounds=2)  # defaults, per-dataset, yours
+    result = fedrec.run("fedgnn", "ml-100k", config=cfg, client_secret="00" * 32)
+    result.final["rmse"], result.communication["totals"], result.privacy
+    fedrec.run("fcf", "ml-100k", config={"rounds": 2}, engine="flower", max_users=50)
+    fedrec.read_results("runs/x")                            # a finished run's results.json
+    print(fedrec.compare(["runs"]))                          # what ``fedrec results`` prints
+
+* :func:`load_dataset`: a catalogue name or a user's file (:mod:`fedrec.data.user_files`);
+* :func:`make_config`: the resolved configuration ``fedrec run`` would use (a dataclass of the
+  algorithm's own options; :func:`fedrec.config.to_dict` gives its fields);
+* :func:`run`: one run on the in-process simulator (``engine="simulator"``, what ``fedrec run``
+  calls, with checkpoints and ``resume`` when ``out`` is given) or on a local Flower deployment
+  (``engine="flower"``, what ``fedrec deploy`` calls); a :class:`~fedrec.experiment.RunResult`
+  either way;
+* :func:`read_results`, :func:`compare`, :func:`plot_curves`: a finished run's results, and
+  the comparison of ``fedrec results``.
+
+The ledger of a run is in its result: ``result.communication`` (``totals``, ``by_step``,
+``by_role``: the exact encoded bytes of every message, and ``rejected`` replies) and each round's
+totals in ``result.history[k]["communication"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fedrec.algorithms import resolve_config
+from fedrec.config import RunConfig, to_dict
+from fedrec.data import load_dataset
+from fedrec.errors import ConfigError
+from fedrec.experiment import RESULTS_NAME, RunResult, run_experiment
+from fedrec.federation.secrets import ClientSecrets
+from fedrec.reproduce import compare as _compare
+
+__all__ = ["RunResult", "compare", "load_dataset", "make_config", "plot_curves", "read_results",
+           "result_from_json", "run"]
+
+ENGINES = ("simulator", "flower")
+
+
+def make_config(algorithm: str, dataset: str | os.PathLike[str] | None = None,
+           config_file: str | Path | None = None, **options: Any) -> RunConfig:
+    """The configuration of ``algorithm`` on ``dataset``: its defaults, the packaged
+    per-dataset settings, ``config_file`` (YAML) and ``options`` (as ``--set`` gives them), in
+    that order; an unknown option or a bad value is a :class:`ConfigError`."""
+    name = os.fspath(dataset) if dataset is not None else None
+    return resolve_config(algorithm, name, config_file, options)
+
+
+def _overrides(cfg: RunConfig | dict[str, Any] | None) -> dict[str, Any]:
+    if cfg is None:
+        return {}
+    if isinstance(cfg, dict):
+        return dict(cfg)
+    return to_dict(cfg)
+
+
+def _secrets(client_secret: str | ClientSecrets | None) -> ClientSecrets:
+    if isinstance(client_secret, ClientSecrets):
+        return client_secret
+    return ClientSecrets.from_hex(client_secret)
+
+
+def run(
+    algorithm: str,
+    dataset: str | os.PathLike[str],
+    *,
+    config: RunConfig | dict[str, Any] | None = None,
+    config_file: str | Path | None = None,
+    dataset_options: dict[str, Any] | None = None,
+    data_dir: str | Path | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    client_secret: str | ClientSecrets | None = None,
+    engine: str = "simulator",
+    device: str = "cpu",
+    progress: bool = False,
+    **flower: Any,
+) -> RunResult:
+    """Train ``algorithm`` on ``dataset`` (a catalogue name or a file) and return its result.
+
+    ``config``: a :func:`make_config` result or a dict of options (over the defaults and
+    ``config_file``). ``client_secret``: 64 hex digits, the root of every client's private
+    randomness (None: fresh OS entropy, the run is then not reproducible). ``engine``:
+    ``"simulator"`` (:func:`fedrec.experiment.run_experiment`; ``out`` gets ``results.json``
+    and a checkpoint a later ``resume=True`` continues from) or ``"flower"``
+    (:func:`fedrec.engines.flower.deploy.deploy`, needs ``pip install 'fedrec[flower]'``;
+    ``flower`` holds its options: ``nodes``, ``max_users``, ``timeout``, ...).
+    """
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    overrides = _overrides(config)
+    secrets = _secrets(client_secret)
+    if engine == "simulator":
+        if flower:
+            raise ConfigError(f"{', '.join(sorted(flower))}: options of engine='flower' only")
+        return run_experiment(algorithm, dataset, data_dir=data_dir, config_file=config_file,
+                              overrides=overrides, out_dir=out, resume=resume, device=device,
+                              progress=progress, client_secrets=secrets,
+                              dataset_options=dataset_options)
+    if dataset_options or resume or device != "cpu":
+        raise ConfigError("engine='flower' takes no dataset_options, resume or device")
+    from fedrec.engines.flower.deploy import deploy
+
+    result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir, config_file=config_file,
+                    overrides=overrides, out_dir=out, client_secrets=secrets, **flower)
+    return result_from_json(result)
+
+
+def result_from_json(data: dict[str, Any]) -> RunResult:
+    """A :class:`RunResult` of a ``results.json``'s contents (entries it does not hold, such as
+    a deployment's ``engine`` section, are left out)."""
+    keys = ("algorithm", "dataset", "config", "history", "final", "selection", "dataset_options",
+            "communication", "privacy", "wall_time_s", "peak_rss_mib", "status")
+    return RunResult(**{k: data[k] for k in keys if k in data})
+
+
+def read_results(path: str | Path) -> RunResult:
+    """The result of a finished run: ``path`` is its ``--out`` folder or its results.json."""
+    p = Path(path)
+    file = p / RESULTS_NAME if p.is_dir() else p
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{file}: not a readable results file ({exc})") from None
+    if data.get("status") != "complete":
+        raise ConfigError(f"{file}: the run is not complete")
+    return result_from_json(data)
+
+
+def compare(dirs: Sequence[str | Path], markdown: bool = False) -> str:
+    """The table ``fedrec results DIR...`` prints: every completed run under ``dirs``."""
+    return _compare.render(_compare.find_runs(dirs), markdown=markdown)
+
+
+def plot_curves(dirs: Sequence[str | Path], png: str | Path) -> list[str]:
+    """``fedrec results DIR... --plot PNG``: each test metric over the rounds, a line per run;
+    returns the metrics drawn."""
+    return _compare.plot_curves(_compare.find_runs(dirs), Path(png))

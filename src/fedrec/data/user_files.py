@@ -1,0 +1,303 @@
+"""A user's own ratings or implicit interactions, from a file: :func:`load_interaction_file`.
+
+The file is a table (:mod:`fedrec.data.tables`: CSV, TSV, any delimited text, Parquet) with a
+user column, an item column and, optionally, a rating column (without one every row is a
+positive of implicit feedback) and a timestamp column. Options (``--data-opt KEY=VALUE``) name
+the columns and the split; :data:`FILE_OPTIONS` describes each.
+
+* **Ids** of any type (numbers, text) become dense zero-based ids, in numeric order when every
+  id of the column is an integer, else in text order; ``meta["user_ids"][u]`` and
+  ``meta["item_ids"][i]`` are the raw ids of dense ``u`` and ``i`` (``fedrec run`` writes them
+  beside ``results.json`` as ``id_map.json``).
+* **Duplicate (user, item) pairs** are an error unless ``duplicates`` says which row to keep:
+  ``last`` (the latest by timestamp, ties and files without timestamps: the later line) or
+  ``first``; what was dropped is printed and kept in ``meta["duplicates"]``.
+* **Splits**: ``random`` (default; per user, :func:`fedrec.data.splits.per_user_split` with
+  ``test_fraction`` and ``seed``: a user with one row keeps it for training),
+  ``leave_last_out`` (each user's latest row by timestamp, ties: the later line, is the test
+  row, for users with two rows or more) and ``given`` (``test_file``, read with the same
+  options: its rows are the test rows and the training rows are the data file's other pairs,
+  so the data file may hold every row or the training rows only). A user whose rows are all
+  test rows is an error: every user is a client and needs training data.
+
+The validation split is carved from the training rows afterwards, as for every catalogue
+dataset (:func:`fedrec.data.load_dataset`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedrec.data.loaders._common import fail, notice
+from fedrec.data.splits import per_user_split
+from fedrec.data.tables import Table, parse_numbers, read_table
+from fedrec.data.types import InteractionDataset, Interactions, RatingDataset
+from fedrec.errors import ConfigError
+
+#: The options of a user's file, with what ``fedrec datasets info`` says of them.
+FILE_OPTIONS = {
+    "sep": "field separator: tab, comma, semicolon, pipe, space or the text itself "
+    "(default: from the suffix, .csv comma, .tsv tab)",
+    "header": "whether the first line names the columns (default true); without one, "
+    "columns are named by their 0-based index",
+    "user_col": "the user column, a name or a 0-based index (default 'user', or 0 without "
+    "a header)",
+    "item_col": "the item column (default 'item', or 1 without a header)",
+    "rating_col": "the rating column (default 'rating' when the header has one; none: "
+    "implicit feedback, every row a positive; false: ignore a 'rating' column)",
+    "timestamp_col": "the timestamp column, numbers or ISO-8601 dates (default 'timestamp' "
+    "when the header has one)",
+    "split": "random (per user, the default), leave_last_out (by timestamp) or given "
+    "(test_file)",
+    "test_fraction": "random split: each user's test share (default 0.2)",
+    "seed": "random split: its seed (default 0)",
+    "test_file": "given split: a file of the test rows, read with the same options",
+    "duplicates": "a (user, item) pair on several rows: error (default), last (the latest by "
+    "timestamp, else the later line) or first",
+    "rating_min": "lowest possible rating (default: the lowest in the files)",
+    "rating_max": "highest possible rating (default: the highest in the files)",
+    "encoding": "text encoding (default utf-8)",
+}
+SPLITS = ("random", "leave_last_out", "given")
+DUPLICATES = ("error", "last", "first")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def is_file_name(name: str | os.PathLike[str], catalogue: object) -> bool:
+    """Whether ``--dataset name`` names a file: a path object, or a name that is not in the
+    ``catalogue`` and holds a path separator or a suffix, or names an existing file (a
+    catalogue name wins; write ``./ml-100k`` for a file of that name)."""
+    if isinstance(name, os.PathLike):
+        return True
+    if name in catalogue:  # type: ignore[operator]
+        return False
+    return "/" in name or os.sep in name or Path(name).suffix != "" or Path(name).is_file()
+
+
+class _Part:
+    """One file's rows as parsed columns (raw id cells, ratings, timestamps, table rows)."""
+
+    def __init__(self, table: Table, cols: dict[str, Any]) -> None:
+        self.table = table
+        self.users = table.column(cols["user_col"], "user_col")
+        self.items = table.column(cols["item_col"], "item_col")
+        rating = cols["rating_col"]
+        self.ratings = (None if rating is None else
+                        parse_numbers(table, table.column(rating, "rating_col"), "rating"))
+        stamp = cols["timestamp_col"]
+        self.stamps = None if stamp is None else _timestamps(table, stamp)
+        self.rows = np.arange(len(table))
+
+    def keep(self, rows: np.ndarray) -> None:
+        self.rows = self.rows[rows]
+
+
+def _timestamps(table: Table, spec: str | int) -> np.ndarray:
+    cells = table.column(spec, "timestamp_col")
+    try:
+        return parse_numbers(table, cells, "timestamp")
+    except Exception as number_error:
+        try:  # ISO-8601 dates, as seconds
+            texts = np.array([str(c).strip() for c in cells])
+            return np.array(texts, dtype="datetime64[s]").astype(np.int64).astype(np.float64)
+        except ValueError:
+            raise fail(f"{number_error} (nor an ISO-8601 date)") from None
+
+
+def _columns(table: Table, header: bool, user_col: Any, item_col: Any, rating_col: Any,
+             timestamp_col: Any) -> dict[str, Any]:
+    """The column specs with their defaults (:data:`FILE_OPTIONS`)."""
+    names = table.columns
+    defaults = ({"user_col": "user", "item_col": "item",
+                 "rating_col": "rating" if "rating" in names else None,
+                 "timestamp_col": "timestamp" if "timestamp" in names else None}
+                if header else {"user_col": 0, "item_col": 1, "rating_col": None,
+                                "timestamp_col": None})
+    given = {"user_col": user_col, "item_col": item_col, "rating_col": rating_col,
+             "timestamp_col": timestamp_col}
+    out = {k: defaults[k] if v is None else v for k, v in given.items()}
+    for key in ("rating_col", "timestamp_col"):
+        if out[key] is False:
+            out[key] = None
+    if not header:
+        for key, spec in out.items():
+            if isinstance(spec, str):
+                raise ConfigError(f"{key}={spec!r} with header=false: name columns by their "
+                                  "0-based index")
+    return out
+
+
+def _dense_ids(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(raw ids in dense order, dense id of every cell)`` (module docstring: numeric order
+    when every id is an integer)."""
+    texts = [c.strip() if isinstance(c, str) else c for c in cells]
+    if all(isinstance(t, int | np.integer) or (isinstance(t, str) and _INTEGER.fullmatch(t))
+           for t in texts):
+        raw = np.array([int(t) for t in texts], dtype=np.int64)
+    else:
+        raw = np.array([str(t) for t in texts], dtype=str)
+    return np.unique(raw, return_inverse=True)
+
+
+def _dedupe(part: _Part, keys: np.ndarray, policy: str) -> int:
+    """Apply the ``duplicates`` policy to ``part`` (whose rows have pair ``keys``); returns
+    how many rows were dropped."""
+    order = np.lexsort((np.arange(len(keys)),
+                        part.stamps[part.rows] if part.stamps is not None else np.zeros(len(keys)),
+                        keys))
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    if len(starts) == len(keys):
+        return 0
+    if policy == "error":
+        dup = int(np.argmax(np.diff(np.r_[starts, len(keys)]) > 1))
+        first, second = sorted(order[starts[dup]:starts[dup] + 2])
+        t = part.table
+        raise fail(f"{t.at(part.rows[second])}: duplicate (user, item) pair "
+                   f"({part.users[part.rows[second]]}, {part.items[part.rows[second]]}), first "
+                   f"on {t.where} {t.lines[part.rows[first]]}; give duplicates=last (keep the "
+                   "latest by timestamp, else the later line) or duplicates=first")
+    ends = np.r_[starts[1:], len(keys)] - 1
+    kept = np.sort(order[starts if policy == "first" else ends])
+    part.keep(kept)
+    return len(keys) - len(kept)
+
+
+def _leave_last_out(users: np.ndarray, stamps: np.ndarray) -> np.ndarray:
+    """Test mask: each user's latest row (ties: the later one), for users with two or more."""
+    n = len(users)
+    order = np.lexsort((np.arange(n), stamps, users))
+    sorted_users = users[order]
+    last = np.flatnonzero(np.r_[sorted_users[1:] != sorted_users[:-1], True])
+    counts = np.diff(np.r_[-1, last])
+    mask = np.zeros(n, dtype=bool)
+    mask[order[last[counts >= 2]]] = True
+    return mask
+
+
+def _check_options(split: str | None, test_fraction: Any, seed: Any, test_file: Any,
+                   duplicates: str) -> str:
+    if split is None:
+        split = "given" if test_file is not None else "random"
+    if split not in SPLITS:
+        raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if duplicates not in DUPLICATES:
+        raise ConfigError(f"duplicates must be one of {', '.join(DUPLICATES)}, got "
+                          f"{duplicates!r}")
+    if (split == "given") != (test_file is not None):
+        raise ConfigError("split=given needs test_file=PATH" if split == "given" else
+                          f"test_file is for split=given, not split={split}")
+    if test_fraction is not None and split != "random":
+        raise ConfigError(f"test_fraction is for split=random, not split={split}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    return split
+
+
+def load_interaction_file(
+    path: Path, sep: str | None = None, header: bool = True, user_col: Any = None,
+    item_col: Any = None, rating_col: Any = None, timestamp_col: Any = None,
+    split: str | None = None, test_fraction: float | None = None, seed: int = 0,
+    test_file: str | None = None, duplicates: str = "error", rating_min: float | None = None,
+    rating_max: float | None = None, encoding: str = "utf-8",
+) -> RatingDataset | InteractionDataset:
+    """Load a user's file (module docstring; the options are :data:`FILE_OPTIONS`)."""
+    path = Path(path)
+    split = _check_options(split, test_fraction, seed, test_file, duplicates)
+    data_table = read_table(path, sep, header, encoding)
+    cols = _columns(data_table, header, user_col, item_col, rating_col, timestamp_col)
+    if split == "leave_last_out" and cols["timestamp_col"] is None:
+        raise ConfigError("split=leave_last_out needs a timestamp column (timestamp_col=...)")
+    parts = [_Part(data_table, cols)]
+    if test_file is not None:
+        parts.append(_Part(read_table(Path(test_file), sep, header, encoding), cols))
+    user_raw, user_all = _dense_ids(np.concatenate([p.users for p in parts]))
+    item_raw, item_all = _dense_ids(np.concatenate([p.items for p in parts]))
+    bounds = np.cumsum([0, *(len(p.rows) for p in parts)])
+    user_of = [user_all[a:b] for a, b in itertools.pairwise(bounds)]
+    item_of = [item_all[a:b] for a, b in itertools.pairwise(bounds)]
+    dropped = [_dedupe(p, user_of[k] * len(item_raw) + item_of[k], duplicates)
+               for k, p in enumerate(parts)]
+    inters = [Interactions(user_of[k][p.rows], item_of[k][p.rows],
+                           (np.ones(len(p.rows)) if p.ratings is None else p.ratings[p.rows])
+                           .astype(np.float32)) for k, p in enumerate(parts)]
+    notes: list[str] = []
+    for p, n in zip(parts, dropped, strict=True):
+        if n:
+            notes.append(f"{p.table.path.name}: dropped {n} duplicate (user, item) rows, kept "
+                         f"the {duplicates} of each pair")
+            notice(notes[-1])
+    train, test, split_desc = _split(parts, inters, split, test_fraction, seed, len(item_raw))
+    _check_training_users(parts, test, train, user_raw)
+    is_rating = parts[0].ratings is not None
+    common: dict[str, Any] = {
+        "name": path.name, "num_users": len(user_raw), "num_items": len(item_raw),
+        "train": train, "test": test,
+        "meta": {"source": f"user file {path}", "split": split_desc,
+                 "files": [str(p.table.path) for p in parts], "user_ids": user_raw,
+                 "item_ids": item_raw, "columns": cols, "duplicates": notes, "warnings": []},
+    }
+    if not is_rating:
+        return InteractionDataset(**common)
+    lo, hi = _rating_bounds(parts, rating_min, rating_max)
+    return RatingDataset(**common, rating_min=lo, rating_max=hi)
+
+
+def _split(parts: list[_Part], inters: list[Interactions], split: str,
+           test_fraction: float | None, seed: int, num_items: int,
+           ) -> tuple[Interactions, Interactions, str]:
+    everything = inters[0]
+    if split == "given":
+        test = inters[1]
+        in_test = np.isin(everything.users * num_items + everything.items,
+                          test.users * num_items + test.items)
+        removed = int(in_test.sum())
+        desc = (f"given: test = {parts[1].table.path.name} ({len(test)} rows), train = the other "
+                f"rows of {parts[0].table.path.name} ({removed} of its rows are test pairs)")
+        return everything.select(~in_test), test, desc
+    if split == "leave_last_out":
+        stamps = parts[0].stamps[parts[0].rows]  # type: ignore[index]
+        mask = _leave_last_out(everything.users, stamps)
+        return (everything.select(~mask), everything.select(mask),
+                "leave-last-out by timestamp (users with two rows or more)")
+    frac = 0.2 if test_fraction is None else test_fraction
+    if isinstance(frac, bool) or not isinstance(frac, int | float):
+        raise ConfigError(f"test_fraction must be a number, got {frac!r}")
+    train, test = per_user_split(everything, float(frac), seed)
+    return train, test, f"random per user, test fraction {frac:g}, seed {seed}"
+
+
+def _check_training_users(parts: list[_Part], test: Interactions, train: Interactions,
+                          user_raw: np.ndarray) -> None:
+    lacking = np.setdiff1d(test.users, train.users)
+    if len(lacking):
+        part = parts[-1]
+        row = int(np.flatnonzero(test.users == lacking[0])[0])
+        raise fail(f"{part.table.at(part.rows[row])}: user {user_raw[lacking[0]]} has test rows "
+                   f"but no training rows ({len(lacking)} such users); every user is a client "
+                   "and needs training data")
+
+
+def _rating_bounds(parts: list[_Part], rating_min: Any, rating_max: Any) -> tuple[float, float]:
+    for key, value in (("rating_min", rating_min), ("rating_max", rating_max)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ConfigError(f"{key} must be a number, got {value!r}")
+    values = np.concatenate([p.ratings[p.rows] for p in parts])  # type: ignore[index]
+    lo = float(values.min()) if rating_min is None else float(rating_min)
+    hi = float(values.max()) if rating_max is None else float(rating_max)
+    if lo > hi:
+        raise ConfigError(f"rating_min {lo:g} is above rating_max {hi:g}")
+    for p in parts:
+        r = p.ratings[p.rows]  # type: ignore[index]
+        bad = np.flatnonzero((r < lo) | (r > hi))
+        if len(bad):
+            raise fail(f"{p.table.at(p.rows[bad[0]])}: rating {r[bad[0]]:g} outside "
+                       f"{lo:g}..{hi:g}")
+    return lo, hi
+

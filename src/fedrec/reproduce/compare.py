@@ -1,0 +1,166 @@
+"""Comparing finished runs: what ``fedrec results DIR...`` prints and plots.
+
+:func:`find_runs` reads every completed ``results.json`` under some folders;
+:func:`comparison` makes one row per run (algorithm, dataset, the settings that differ between
+the runs, the final test metrics, bytes, the whole-run epsilon, wall time), and
+:func:`plot_curves` draws every test metric of the runs' histories over the rounds.
+Everything shown is read from the files; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fedrec.algorithms.base import VAL_PREFIX
+from fedrec.errors import ConfigError
+from fedrec.experiment import RESULTS_NAME
+from fedrec.privacy.report import run_epsilon
+from fedrec.reproduce.report import format_bytes, markdown_table, plot
+
+#: The suffix of an evaluation's count of clients (``eval_clients``): a count, not a metric.
+COUNT = "eval_clients"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One completed run: where its ``results.json`` is, and its contents."""
+
+    path: Path
+    result: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.path.parent)
+
+
+def find_runs(dirs: Sequence[str | Path]) -> list[Run]:
+    """Every completed run (``"status": "complete"``) whose ``results.json`` is in or under
+    ``dirs``, in path order; a missing folder or none found is a ConfigError."""
+    runs: list[Run] = []
+    for d in map(Path, dirs):
+        if not d.exists():
+            raise ConfigError(f"{d}: no such folder")
+        files = [d] if d.is_file() else sorted(d.rglob(RESULTS_NAME))
+        for f in files:
+            try:
+                result = json.loads(f.read_text())
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"{f}: not a readable results file ({exc})") from None
+            if isinstance(result, dict) and result.get("status") == "complete":
+                runs.append(Run(f, result))
+    if not runs:
+        raise ConfigError(f"no completed run (results.json) under {', '.join(map(str, dirs))}")
+    return runs
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def differing_settings(runs: Sequence[Run]) -> list[str]:
+    """The config and dataset options (``data.KEY``) whose values differ among the runs that
+    have them, in first-seen order. An option of one algorithm only, the same in all its runs,
+    is left out: the algorithm column already tells those runs apart."""
+    values: dict[str, set[str]] = {}
+    for r in runs:
+        for key, value in _settings(r).items():
+            values.setdefault(key, set()).add(json.dumps(value, sort_keys=True))
+    return [k for k, seen in values.items() if len(seen) > 1]
+
+
+def _settings(run: Run) -> dict[str, Any]:
+    return {**run.result.get("config", {}),
+            **{f"data.{k}": v for k, v in run.result.get("dataset_options", {}).items()}}
+
+
+_MISSING = object()
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4f}"
+
+
+def test_metrics(runs: Sequence[Run]) -> list[str]:
+    """The test metrics the runs' final evaluations report (not validation, not the count of
+    clients evaluated), first seen first."""
+    names: dict[str, None] = {}
+    for r in runs:
+        names.update(dict.fromkeys(k for k, v in r.result.get("final", {}).items()
+                                   if not k.startswith(VAL_PREFIX) and not k.endswith(COUNT)
+                                   and isinstance(v, int | float)))
+    return list(names)
+
+
+def comparison(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
+    """``(headers, rows)`` of the comparison table (module docstring)."""
+    settings = differing_settings(runs)
+    metrics = test_metrics(runs)
+    headers = ["run", "algorithm", "dataset", "settings", *metrics, "bytes total", "epsilon",
+               "wall time"]
+    rows = []
+    for r in runs:
+        res = r.result
+        final = res.get("final", {})
+        eps, _ = run_epsilon(res.get("privacy") or {})
+        totals = res.get("communication", {}).get("totals", {})
+        rows.append([
+            r.name, str(res.get("algorithm")), str(res.get("dataset")),
+            ", ".join(f"{k}={_shown(v)}" for k in settings
+                      if (v := _settings(r).get(k, _MISSING)) is not _MISSING) or "–",
+            *(_number(final[m]) if m in final else "–" for m in metrics),
+            format_bytes(totals.get("bytes_total", 0)),
+            f"{eps:.4g}" if eps is not None else "none",
+            f"{res.get('wall_time_s', 0.0):.1f} s",
+        ])
+    return headers, rows
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell."""
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+             for row in [headers, *rows]]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]]) + "\n"
+
+
+def render(runs: Sequence[Run], markdown: bool = False) -> str:
+    """The comparison as aligned text, or as a markdown table."""
+    headers, rows = comparison(runs)
+    return markdown_table(headers, rows) if markdown else text_table(headers, rows)
+
+
+def curves(run: Run, metric: str) -> tuple[list[int], list[float]]:
+    """``(rounds, values)`` of ``metric`` over the evaluated rounds of ``run``'s history."""
+    points = [(int(h["round"]), float(h["eval"][metric])) for h in run.result.get("history", [])
+              if metric in h.get("eval", {})]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def plot_curves(runs: Sequence[Run], path: Path) -> list[str]:
+    """One panel per test metric of :func:`test_metrics`, a line per run over its evaluated
+    rounds, written to ``path`` (PNG); returns the metrics drawn."""
+    if path.suffix.lower() != ".png":
+        raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {path}")
+    metrics = [m for m in test_metrics(runs) if any(curves(r, m)[0] for r in runs)]
+    if not metrics:
+        raise ConfigError("no evaluated round in the runs' histories to plot")
+
+    def panel(metric: str):
+        def draw(ax: Any) -> None:
+            for r in runs:
+                xs, ys = curves(r, metric)
+                if xs:
+                    ax.plot(xs, ys, marker="o", markersize=3, label=r.name)
+            ax.set_xlabel("round")
+            ax.set_ylabel(metric)
+            ax.legend(fontsize=7)
+        return draw
+
+    plot(path, [panel(m) for m in metrics], f"{len(runs)} runs")
+    return metrics
