@@ -28,8 +28,11 @@ def test_full_plan_sweeps_every_value_and_quick_a_subset_of_it() -> None:
     swept = [k for k in full if not k.startswith(("table/", "defense/"))]
     assert len(swept) == len(DISPERSALS) + len(ALPHAS) + len(BETAS) + len(GAMMAS) + len(SWAPS)
     assert sum(k.startswith("defense/ldp-") for k in full) == len(LDP_SCALES)
-    assert full["beta/0.1-0.25"].overrides == {"beta_range": [0.1, 0.25]}
-    assert full["swap/0.0"].overrides == {"swap_rate": 0.0}
+    # The sweeps and the privacy table report the server's metrics: no client evaluation.
+    assert full["beta/0.1-0.25"].overrides == {"eval_clients": False, "beta_range": [0.1, 0.25]}
+    assert full["swap/0.0"].overrides == {"eval_clients": False, "swap_rate": 0.0}
+    assert all(s.overrides.get("eval_clients", True) for k, s in full.items()
+               if k.startswith("table/"))
     assert set(quick) < set(full)
     for key, spec in quick.items():  # the same setting, in fewer rounds of fewer clients
         assert spec.overrides.items() >= full[key].overrides.items(), key
