@@ -19,6 +19,12 @@ def _fedgnn() -> Callable[..., Path]:
     return reproduce
 
 
+def _fedgrec() -> Callable[..., Path]:
+    from fedrec.reproduce.fedgrec import reproduce
+
+    return reproduce
+
+
 def _ptf_fedrec() -> Callable[..., Path]:
     from fedrec.reproduce.ptf_fedrec import reproduce
 
@@ -26,7 +32,7 @@ def _ptf_fedrec() -> Callable[..., Path]:
 
 
 REPRODUCTIONS: dict[str, Callable[[], Callable[..., Path]]] = {
-    "fedgnn": _fedgnn, "ptf-fedrec": _ptf_fedrec}
+    "fedgnn": _fedgnn, "fedgrec": _fedgrec, "ptf-fedrec": _ptf_fedrec}
 
 
 def get_reproduction(name: str) -> Callable[..., Path]:
