@@ -100,3 +100,33 @@ def test_rating_units_make_training_scale_free(ml100k: RatingDataset,
         small.train_round(r)
         big.train_round(r)
     assert big.evaluate()["rmse"] == pytest.approx(24.75 * small.evaluate()["rmse"], rel=1e-4)
+
+
+def test_implicit_per_user_trains_bpr_on_the_ranking_methods_split(ml100k: RatingDataset,
+                                                                   single_thread) -> None:
+    from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+    from fedrec.algorithms.fedgrec import FedGRecConfig
+    from fedrec.algorithms.ncf_common import implicit_split
+    from fedrec.data.partition import partition_by_user
+    from fedrec.errors import ConfigError
+
+    ranking = implicit_split(ml100k, build_config(FedGRecConfig, "fedgrec", "ml-100k"))
+    trainer, _ = _trainer(ml100k, "ml-100k", implicit="per-user", dim=8, batch_size=8192)
+    assert isinstance(trainer.ds, InteractionDataset) and not trainer.explicit
+    for split in ("train", "valid", "test"):
+        a, b = getattr(trainer.ds, split), getattr(ranking, split)
+        assert np.array_equal(a.users, b.users) and np.array_equal(a.items, b.items), split
+    # FCF's clients hold exactly their rows of the same split, every value a positive.
+    fcf_cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={"implicit": "per-user"})
+    clients = build_fcf_job(fcf_cfg, ml100k, CPU).client_data
+    expected = partition_by_user(ranking)
+    assert clients.keys() == expected.keys()
+    for u in (0, 1, max(clients)):
+        assert np.array_equal(clients[u].train_items, expected[u].train_items)
+        assert np.array_equal(clients[u].test_items, expected[u].test_items)
+        assert set(clients[u].train_values.tolist()) == {1.0}
+    metrics = trainer.evaluate()
+    assert "Recall@20" in metrics and "rmse" not in metrics
+    assert math.isfinite(trainer.train_round(1)["train_loss"])
+    with pytest.raises(ConfigError, match="implicit"):
+        build_config(PMFConfig, "pmf", "ml-100k", overrides={"implicit": "yes"})

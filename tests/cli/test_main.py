@@ -62,7 +62,9 @@ BAD_INPUTS = {
     "option": (["run", "pmf", "--dataset", "ml-100k", "--set", "colour=blue"], ["colour"]),
     "lr": (["run", "pmf", "--dataset", "ml-100k", "--set", "lr=-1"], ["lr must be > 0"]),
     "flag": (["run", "pmf", "--dataset", "ml-100k", "--bogus-flag"], ["--bogus-flag"]),  # argparse
-    "gowalla": (["reproduce", "fedgnn", "--gowalla"], ["--gowalla applies to ptf-fedrec only"]),
+    "gowalla": (["reproduce", "fedgnn", "--gowalla"],
+                ["--gowalla applies to fedgrec and ptf-fedrec only"]),
+    "reproduction": (["reproduce", "fedgrecc", "--quick"], ["unknown reproduction", "fedgrec"]),
 }
 
 

@@ -29,7 +29,12 @@ from fedrec.algorithms.mf_common import known_rows
 from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.core.rng import counter_uniform
-from fedrec.data.implicit import IMPLICIT_SPLITS, implicit_dataset
+from fedrec.data.implicit import (
+    DEFAULT_SPLIT_SEED,
+    DEFAULT_TEST_FRACTION,
+    IMPLICIT_SPLITS,
+    implicit_dataset,
+)
 from fedrec.data.types import Dataset, InteractionDataset
 from fedrec.errors import ConfigError
 from fedrec.federation.runtime import PartyContext, cohort_seeds
@@ -52,9 +57,9 @@ class ImplicitSplitConfig(RunConfig):
     # Ratings become implicit positives; a per-user 80/20 re-split of train + test (seed
     # split_seed), or the loader's own split.
     split: str = option("per-user", "per-user | given (keep the loader's split)")
-    test_fraction: float = option(0.2, "share of each user's positives in the test set "
-                                       "(split: per-user)")
-    split_seed: int = option(0, "seed of the per-user split")
+    test_fraction: float = option(DEFAULT_TEST_FRACTION, "share of each user's positives in "
+                                                         "the test set (split: per-user)")
+    split_seed: int = option(DEFAULT_SPLIT_SEED, "seed of the per-user split")
     topk: int = option(20, "K of Recall@K / NDCG@K")
 
     def validate(self) -> None:

@@ -2,7 +2,7 @@
 
     fedrec run ALGORITHM --dataset NAME|FILE [--config FILE] [--set key=value ...]
                [--data-opt key=value ...] [--out DIR] [--resume]
-    fedrec reproduce fedgnn|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
+    fedrec reproduce fedgnn|fedgrec|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown]
     fedrec algorithms
@@ -60,6 +60,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+GOWALLA_REPRODUCTIONS = ("fedgrec", "ptf-fedrec")  # the reproductions with a --gowalla part
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from fedrec.reproduce import get_reproduction
 
@@ -67,8 +70,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     reproduce = get_reproduction(args.name)
     extra = {}
     if args.gowalla:
-        if args.name != "ptf-fedrec":
-            raise ConfigError("--gowalla applies to ptf-fedrec only")
+        if args.name not in GOWALLA_REPRODUCTIONS:
+            raise ConfigError(f"--gowalla applies to {' and '.join(GOWALLA_REPRODUCTIONS)} only")
         extra["gowalla"] = True
     out = Path(args.out or os.path.join("results", args.name + ("-quick" if args.quick else "")))
     report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
@@ -179,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("reproduce", help="run a paper's tables and figures")
-    rep.add_argument("name", help="fedgnn | feras | ptf-fedrec")
+    rep.add_argument("name", help="fedgnn | fedgrec | feras | ptf-fedrec")
     rep.add_argument("--quick", action="store_true", help="a few rounds per run (CI)")
     rep.add_argument("--out", help="output folder (default: results/NAME[-quick])")
     rep.add_argument("--seeds", type=int, default=3, help="seeds of the main table")
@@ -189,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="torch threads (default: half the cores)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     rep.add_argument("--gowalla", action="store_true",
-                     help="ptf-fedrec: also PTF-FedRec on Gowalla (about 50 min per seed)")
+                     help="ptf-fedrec: also PTF-FedRec on Gowalla (about 50 min per seed); "
+                          "fedgrec: also the accuracy table on Gowalla")
     rep.add_argument("--report-only", action="store_true",
                      help="write the report from the runs completed so far; run nothing")
     rep.set_defaults(func=cmd_reproduce)

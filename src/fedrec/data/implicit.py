@@ -13,6 +13,12 @@ from fedrec.data.types import Dataset, InteractionDataset, Interactions
 from fedrec.errors import ConfigError
 
 IMPLICIT_SPLITS = ("per-user", "given")
+#: The per-user split's defaults (``ImplicitSplitConfig``): what ``implicit: per-user`` of the
+#: rating models (:func:`as_implicit`) uses, so that their rows equal the ranking methods'.
+DEFAULT_TEST_FRACTION = 0.2
+DEFAULT_SPLIT_SEED = 0
+#: The ``implicit`` option of the matrix-factorisation baselines (pmf, fcf).
+IMPLICIT_CHOICES = ("no", "per-user")
 
 
 def implicit_dataset(ds: Dataset, split: str, test_fraction: float,
@@ -43,3 +49,15 @@ def implicit_dataset(ds: Dataset, split: str, test_fraction: float,
                 for name, x in (("train", ds.train), ("valid", ds.valid), ("test", ds.test))}
     return InteractionDataset(name=ds.name, num_users=ds.num_users, num_items=ds.num_items,
                               **positive, meta={**ds.meta, "split": ds.meta.get("split")})
+
+
+def as_implicit(ds: Dataset, implicit: str) -> Dataset:
+    """``ds`` as loaded (``implicit: no``), or (``per-user``) as implicit positives on the
+    per-user split with the ranking methods' defaults (:func:`implicit_dataset`): the option
+    that lets PMF and FCF train BPR on the rows lightgcn, PTF-FedRec and FedGRec use."""
+    if implicit == "no":
+        return ds
+    if implicit != "per-user":
+        raise ConfigError(f"implicit must be one of {', '.join(IMPLICIT_CHOICES)}, got "
+                          f"{implicit!r}")
+    return implicit_dataset(ds, "per-user", DEFAULT_TEST_FRACTION, DEFAULT_SPLIT_SEED)

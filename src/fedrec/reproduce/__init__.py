@@ -7,35 +7,24 @@ from the runs' ``results.json`` files (:mod:`fedrec.reproduce.report`).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from fedrec.errors import ConfigError
 
-
-def _fedgnn() -> Callable[..., Path]:
-    from fedrec.reproduce.fedgnn import reproduce
-
-    return reproduce
-
-
-def _feras() -> Callable[..., Path]:
-    from fedrec.reproduce.feras import reproduce
-
-    return reproduce
-
-
-def _ptf_fedrec() -> Callable[..., Path]:
-    from fedrec.reproduce.ptf_fedrec import reproduce
-
-    return reproduce
-
-
-REPRODUCTIONS: dict[str, Callable[[], Callable[..., Path]]] = {
-    "fedgnn": _fedgnn, "feras": _feras, "ptf-fedrec": _ptf_fedrec}
+#: Each reproduction's module, imported on first use (each pulls in its algorithms), which
+#: defines ``reproduce(out, *, quick, seeds, ...)``.
+REPRODUCTIONS: dict[str, str] = {
+    "fedgnn": "fedrec.reproduce.fedgnn",
+    "fedgrec": "fedrec.reproduce.fedgrec",
+    "feras": "fedrec.reproduce.feras",
+    "ptf-fedrec": "fedrec.reproduce.ptf_fedrec",
+}
 
 
 def get_reproduction(name: str) -> Callable[..., Path]:
     if name not in REPRODUCTIONS:
         raise ConfigError(f"unknown reproduction {name!r}; known: {', '.join(REPRODUCTIONS)}")
-    return REPRODUCTIONS[name]()
+    reproduce: Callable[..., Path] = importlib.import_module(REPRODUCTIONS[name]).reproduce
+    return reproduce

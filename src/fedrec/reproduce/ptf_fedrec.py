@@ -34,7 +34,7 @@ import numpy as np
 from fedrec.data import load_dataset
 from fedrec.data.types import InteractionDataset
 from fedrec.errors import DataError
-from fedrec.metrics import evaluate_topk
+from fedrec.reproduce.ranking import most_popular
 from fedrec.reproduce.report import command_of, fmt, markdown_table, mean_std, metric, plot
 from fedrec.reproduce.runner import RunSpec, run_all, status_of
 
@@ -157,19 +157,11 @@ def bytes_per_client_round(run: dict[str, Any]) -> float:
 
 def popularity(ds: InteractionDataset, split_overrides: dict[str, Any]) -> dict[str, float]:
     """Most-popular ranking on PTF-FedRec's split (the floor every model must beat)."""
-    import torch
-
-    from fedrec.algorithms.ncf_common import implicit_split
     from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
     from fedrec.config import build_config
 
     cfg = build_config(PTFFedRecConfig, "ptf-fedrec", ds.name, overrides=split_overrides)
-    split = implicit_split(ds, cfg)
-    shape = (split.num_users, split.num_items)
-    train = split.train.to_csr(*shape)
-    pop = torch.from_numpy(np.asarray(train.sum(0)).ravel().astype(np.float32))
-    return evaluate_topk(lambda users: pop.expand(len(users), -1), train,
-                         split.test.to_csr(*shape), ks=(20,))
+    return most_popular(ds, cfg)
 
 
 def _row(runs: list[dict[str, Any]], prefix: str = "") -> list[str]:

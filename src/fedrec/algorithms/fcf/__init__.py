@@ -12,7 +12,8 @@ User factors never leave the device; the server holds the item factors. One roun
 
 The client step (:mod:`fedrec.algorithms.item_gradient`, which FedMF shares) takes gradient
 steps on the user side where the original FCF takes an ALS step, so that one code path serves
-explicit ratings (MSE) and implicit feedback (BPR).
+explicit ratings (MSE) and implicit feedback (BPR; ``implicit: per-user`` trains BPR on a rating
+dataset's ratings as implicit positives, on the split of lightgcn, PTF-FedRec and FedGRec).
 
 What the server learns: the uploaded rows name the items each client touched (for explicit
 ratings, exactly the rated items). FCF has no defence against this; FedGNN's pseudo items and
@@ -46,11 +47,13 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
 from fedrec.algorithms.fcf.client import FCFClient
 from fedrec.algorithms.fcf.config import FCFConfig
 from fedrec.algorithms.fcf.server import FCFServer
+from fedrec.data.implicit import as_implicit
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
 
 
 def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> FederatedJob:
+    dataset = as_implicit(dataset, cfg.implicit)
     explicit = isinstance(dataset, RatingDataset)
     if not explicit and not isinstance(dataset, InteractionDataset):
         raise TypeError("FCF needs a rating or interaction dataset")

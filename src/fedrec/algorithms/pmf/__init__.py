@@ -1,8 +1,9 @@
 """PMF: centralized matrix factorisation (Salakhutdinov & Mnih 2007), the no-federation baseline.
 
 All ratings sit in one place; minibatch Adam on the losses of :mod:`fedrec.models.mf` (MSE for
-explicit ratings, BPR for implicit feedback). One "round" is one epoch. Nothing is sent, so its
-ledger stays empty and it has no privacy guarantee.
+explicit ratings, BPR for implicit feedback; ``implicit: per-user`` turns ratings into implicit
+positives on the ranking methods' split, :func:`fedrec.data.implicit.as_implicit`). One "round"
+is one epoch. Nothing is sent, so its ledger stays empty and it has no privacy guarantee.
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer
-from fedrec.algorithms.mf_common import MFConfig, SplitRanking, rating_unit, scale_midpoint
-from fedrec.config import check_range, option
+from fedrec.algorithms.mf_common import (
+    MFConfig,
+    SplitRanking,
+    implicit_option,
+    rating_unit,
+    scale_midpoint,
+)
+from fedrec.config import check_choice, check_range, option
 from fedrec.core.rng import derive_seed, torch_generator
+from fedrec.data.implicit import IMPLICIT_CHOICES, as_implicit
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset, check_split
 from fedrec.metrics import mae, rmse
 from fedrec.models.mf import bpr_loss, init_factors, predict_ratings, rating_loss, sample_negatives
@@ -33,10 +41,12 @@ class PMFConfig(MFConfig):
     lr: float = option(0.005, "Adam learning rate")
     reg: float = option(0.1, "L2 weight on the factors and biases of each row")
     batch_size: int = option(1024, "training rows per Adam step")
+    implicit: str = implicit_option()
 
     def validate(self) -> None:
         super().validate()
         check_range("batch_size", self.batch_size, 1)
+        check_choice("implicit", self.implicit, IMPLICIT_CHOICES)
 
 
 class PMFTrainer(CentralizedTrainer):
@@ -126,7 +136,7 @@ class PMFTrainer(CentralizedTrainer):
 
 
 def build_pmf(cfg: PMFConfig, dataset: Dataset, device: torch.device) -> PMFTrainer:
-    return PMFTrainer(cfg, dataset, device)
+    return PMFTrainer(cfg, as_implicit(dataset, cfg.implicit), device)
 
 
 SPEC = AlgorithmSpec(
