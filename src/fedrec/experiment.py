@@ -293,9 +293,11 @@ ID_MAP_NAME = "id_map.json"
 
 def write_id_map(out: Path, ds: Dataset) -> None:
     """``ID_MAP_NAME`` in ``out``: the raw ids of a user's file by dense id
-    (``{"user_ids": [...], "item_ids": [...]}``, entry ``u`` the raw id of dense id ``u``), so
-    that what a run reports per user or item can be named in the file's own ids."""
-    ids = {key: ds.meta[key].tolist() for key in ("user_ids", "item_ids") if key in ds.meta}
+    (``{"user_ids": [...], "item_ids": [...]}``, entry ``u`` the raw id of dense id ``u``; a
+    user's graph: ``node_ids`` and ``class_names`` where its files name them), so that what a
+    run reports per user, item, node or class can be named in the file's own ids."""
+    keys = ("user_ids", "item_ids", "node_ids", "class_names")
+    ids = {key: ds.meta[key].tolist() for key in keys if key in ds.meta}
     tmp = out / (ID_MAP_NAME + ".tmp")
     tmp.write_text(json.dumps(ids))
     tmp.replace(out / ID_MAP_NAME)

@@ -1,13 +1,13 @@
 """The ``fedrec`` command line.
 
-    fedrec run ALGORITHM --dataset NAME|FILE [--config FILE] [--set key=value ...]
+    fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
                [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown]
     fedrec algorithms
     fedrec config show ALGORITHM
-    fedrec datasets list | info NAME|FILE [--data-opt ...] | verify [NAME ...]
+    fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
 
@@ -162,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="train an algorithm on a dataset")
     run.add_argument("algorithm")
     run.add_argument("--dataset", required=True,
-                     help="a catalogue name (fedrec datasets list) or a file of ratings or "
-                     "interactions (CSV, TSV, Parquet; --data-opt names its columns and split)")
+                     help="a catalogue name (fedrec datasets list), a file of ratings or "
+                     "interactions (CSV, TSV, Parquet; --data-opt names its columns and split) "
+                     "or a folder of a graph (edges.csv, features.npy, labels.csv, ...)")
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
