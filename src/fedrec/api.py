@@ -139,9 +139,11 @@ def read_results(path: str | Path) -> RunResult:
     return result_from_json(data)
 
 
-def compare(dirs: Sequence[str | Path], markdown: bool = False) -> str:
-    """The table ``fedrec results DIR...`` prints: every completed run under ``dirs``."""
-    return _compare.render(_compare.find_runs(dirs), markdown=markdown)
+def compare(dirs: Sequence[str | Path], markdown: bool = False,
+            metrics: Sequence[str] | None = None) -> str:
+    """The table ``fedrec results DIR...`` prints: every completed run under ``dirs`` (folders
+    or results.json files); ``metrics``: its metric columns (default: every test metric)."""
+    return _compare.render(_compare.find_runs(dirs), markdown=markdown, metrics=metrics)
 
 
 def plot_curves(dirs: Sequence[str | Path], png: str | Path) -> list[str]:

@@ -4,7 +4,7 @@
                [--data-opt key=value ...] [--out DIR] [--resume]
     fedrec reproduce fedgnn|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
-    fedrec results DIR... [--plot FILE.png] [--markdown]
+    fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
     fedrec algorithms
     fedrec config show ALGORITHM
     fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
@@ -84,7 +84,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.plot and not args.plot.lower().endswith(".png"):
         raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {args.plot}")
     runs = find_runs(args.dirs)
-    sys.stdout.write(render(runs, markdown=args.markdown))
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    sys.stdout.write(render(runs, markdown=args.markdown, metrics=metrics))
     if args.plot:
         drawn = plot_curves(runs, Path(args.plot))
         print(f"plot: {args.plot} ({', '.join(drawn)} by round)")
@@ -203,7 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("dirs", nargs="+", metavar="DIR",
                      help="folders searched for results.json (or results.json files)")
     res.add_argument("--plot", metavar="FILE.png", help="also draw the metric curves into a PNG")
-    res.add_argument("--markdown", action="store_true", help="print a markdown table")
+    res.add_argument("--markdown", action="store_true",
+                     help="print a markdown table, with the command of each run (README's)")
+    res.add_argument("--metrics", metavar="M1,M2",
+                     help="the metric columns, in this order (default: every test metric)")
     res.set_defaults(func=cmd_results)
 
     alg = sub.add_parser("algorithms", help="list the algorithms")
