@@ -1,7 +1,7 @@
 """The ``fedrec`` command line.
 
     fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
-               [--data-opt key=value ...] [--out DIR] [--resume]
+               [--data-opt key=value ...] [--out DIR] [--resume] [--log-dir DIR]
     fedrec reproduce fedgnn|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
@@ -52,10 +52,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=args.device,
         progress=not args.quiet,
         client_secret=secrets,
+        log_dir=args.log_dir,
     )
     rows = summary_rows(result)
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))
+    if args.log_dir:
+        rows.append(("tensorboard log", args.log_dir))
     print(table(rows))
     return 0
 
@@ -173,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
     run.add_argument("--out", help="directory for results.json and checkpoints")
     run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+    run.add_argument("--log-dir", metavar="DIR",
+                     help="also write a TensorBoard log of every round's metrics, ledger totals "
+                     "and the run's epsilon (pip install 'fedrec[tensorboard]')")
     run.add_argument("--device", default="cpu", help="cpu or cuda")
     run.add_argument("--threads", type=int, default=None,
                      help="torch threads (default: half the cores)")
