@@ -8,6 +8,7 @@ import random
 import runpy
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -43,3 +44,27 @@ def test_ranking_ptf_fedrec(tmp_path: Path, capsys: pytest.CaptureFixture) -> No
     out = capsys.readouterr().out
     assert 0.0 <= final["Recall@20"] <= 1.0 and f"Recall@20 {final['Recall@20']:.4f}" in out
     assert "train (client->server):" in out and "top-guess attack F1" in out
+
+
+def write_graph(root: Path) -> Path:
+    """A small graph folder: two communities of 30 nodes, features that hint at the class."""
+    rng = np.random.default_rng(1)
+    labels = np.repeat([0, 1], 30)
+    root.mkdir()
+    np.save(root / "features.npy", rng.normal(labels[:, None], 1.0, (60, 8)))
+    edges = [(u, v) for u in range(60) for v in rng.choice(60, 3)
+             if labels[u] == labels[v] or rng.random() < 0.2]
+    (root / "edges.csv").write_text("".join(f"{u},{v}\n" for u, v in edges))
+    (root / "labels.csv").write_text("".join(f"{c}\n" for c in labels))
+    return root
+
+
+def test_node_classification_feras(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data = write_graph(tmp_path / "two-communities")
+    final = example("node_classification_feras.py")(
+        ["--dataset", str(data), "--rounds", "1", "--iterations", "2", "--roots", "10",
+         "--presample", "5"])
+    out = capsys.readouterr().out
+    assert "two-communities: 60 nodes" in out and "round 1: val accuracy" in out
+    assert 0.0 <= final["accuracy"] <= 1.0
+    assert f"final test accuracy {final['accuracy']:.4f}" in out and "aggregator: sent" in out

@@ -86,6 +86,7 @@ def run(
     engine: str = "simulator",
     device: str = "cpu",
     progress: bool = False,
+    log_dir: str | Path | None = None,
     **flower: Any,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset`` (a catalogue name or a file) and return its result.
@@ -96,7 +97,9 @@ def run(
     ``"simulator"`` (:func:`fedrec.experiment.run_experiment`; ``out`` gets ``results.json``
     and a checkpoint a later ``resume=True`` continues from) or ``"flower"``
     (:func:`fedrec.engines.flower.deploy.deploy`, needs ``pip install 'fedrec[flower]'``;
-    ``flower`` holds its options: ``nodes``, ``max_users``, ``timeout``, ...).
+    ``flower`` holds its options: ``nodes``, ``max_users``, ``timeout``, ...). ``log_dir``
+    (simulator): also a TensorBoard log of every round there (:mod:`fedrec.tracking`, needs
+    ``pip install 'fedrec[tensorboard]'``).
     """
     if engine not in ENGINES:
         raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -108,9 +111,9 @@ def run(
         return run_experiment(algorithm, dataset, data_dir=data_dir, config_file=config_file,
                               overrides=overrides, out_dir=out, resume=resume, device=device,
                               progress=progress, client_secrets=secrets,
-                              dataset_options=dataset_options)
-    if dataset_options or resume or device != "cpu":
-        raise ConfigError("engine='flower' takes no dataset_options, resume or device")
+                              dataset_options=dataset_options, log_dir=log_dir)
+    if dataset_options or resume or device != "cpu" or log_dir is not None:
+        raise ConfigError("engine='flower' takes no dataset_options, resume, device or log_dir")
     from fedrec.engines.flower.deploy import deploy
 
     result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir, config_file=config_file,
@@ -139,9 +142,11 @@ def read_results(path: str | Path) -> RunResult:
     return result_from_json(data)
 
 
-def compare(dirs: Sequence[str | Path], markdown: bool = False) -> str:
-    """The table ``fedrec results DIR...`` prints: every completed run under ``dirs``."""
-    return _compare.render(_compare.find_runs(dirs), markdown=markdown)
+def compare(dirs: Sequence[str | Path], markdown: bool = False,
+            metrics: Sequence[str] | None = None) -> str:
+    """The table ``fedrec results DIR...`` prints: every completed run under ``dirs`` (folders
+    or results.json files); ``metrics``: its metric columns (default: every test metric)."""
+    return _compare.render(_compare.find_runs(dirs), markdown=markdown, metrics=metrics)
 
 
 def plot_curves(dirs: Sequence[str | Path], png: str | Path) -> list[str]:

@@ -46,6 +46,7 @@ from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.privacy.report import no_guarantee
+from fedrec.tracking import TensorBoardLog, summary_writer_class
 
 RESULTS_NAME = "results.json"
 #: What a results.json's figures mean; a reader (the reproduction runner) does not reuse a run of
@@ -228,6 +229,7 @@ def run_experiment(
     stop_after: int | None = None,
     client_secrets: ClientSecrets | None = None,
     dataset_options: dict[str, Any] | None = None,
+    log_dir: str | Path | None = None,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset``; see the module docstring for files and resuming.
 
@@ -240,6 +242,9 @@ def run_experiment(
 
     ``dataset_options`` go to :func:`~fedrec.data.load_dataset` (e.g. ``{"split": "random"}``).
 
+    ``log_dir``: also write a TensorBoard log of every round there
+    (:class:`fedrec.tracking.TensorBoardLog`; needs the ``tensorboard`` extra).
+
     ``stop_after`` ends the run after that many rounds *as if interrupted* (no results file):
     it exists to test resuming.
     """
@@ -251,6 +256,8 @@ def run_experiment(
     if not user_file:  # a user's file says its kind once it is read
         check_kind(algorithm, spec.dataset_kinds, dataset, get_spec(dataset).kind)
     options = dict(dataset_options or {})
+    if log_dir is not None:
+        summary_writer_class()  # a missing extra is said before the data is loaded
     out = Path(out_dir) if out_dir is not None else None
     if resume and out is None:
         raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
@@ -269,16 +276,26 @@ def run_experiment(
     record = made_from(algorithm, cfg, dataset, options, ds) if out is not None else {}
     if stored is not None:
         check_resume(stored, record, out, cfg)
-    seed_everything(cfg.seed)
-    trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
-    result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))
-    checkpoint = None
-    if out is not None:
-        # Only now, with every check passed: a refused run leaves a finished result in place.
-        (out / RESULTS_NAME).unlink(missing_ok=True)
-        checkpoint = RoundCheckpoint(out / CHECKPOINT_NAME, record, resume_from=stored)
-    run_rounds(trainer, cfg, result, checkpoint=checkpoint,
-               progress=f"{algorithm}/{dataset}" if progress else None, stop_after=stop_after)
+    # Opened before the seeding, so that nothing it does can touch a seeded generator.
+    log = (TensorBoardLog(log_dir, stored["history"] if stored is not None else ())
+           if log_dir is not None else None)
+    try:
+        seed_everything(cfg.seed)
+        trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
+        result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))
+        checkpoint = None
+        if out is not None:
+            # Only now, with every check passed: a refused run leaves a finished result in place.
+            (out / RESULTS_NAME).unlink(missing_ok=True)
+            checkpoint = RoundCheckpoint(out / CHECKPOINT_NAME, record, resume_from=stored)
+        run_rounds(trainer, cfg, result, checkpoint=checkpoint,
+                   progress=f"{algorithm}/{dataset}" if progress else None,
+                   on_round=log.on_round if log is not None else None, stop_after=stop_after)
+        if log is not None and result.status == "complete":
+            log.finish(result.privacy)
+    finally:
+        if log is not None:
+            log.close()
     if out is not None and result.status == "complete":
         tmp = out / (RESULTS_NAME + ".tmp")
         tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
@@ -293,9 +310,11 @@ ID_MAP_NAME = "id_map.json"
 
 def write_id_map(out: Path, ds: Dataset) -> None:
     """``ID_MAP_NAME`` in ``out``: the raw ids of a user's file by dense id
-    (``{"user_ids": [...], "item_ids": [...]}``, entry ``u`` the raw id of dense id ``u``), so
-    that what a run reports per user or item can be named in the file's own ids."""
-    ids = {key: ds.meta[key].tolist() for key in ("user_ids", "item_ids") if key in ds.meta}
+    (``{"user_ids": [...], "item_ids": [...]}``, entry ``u`` the raw id of dense id ``u``; a
+    user's graph: ``node_ids`` and ``class_names`` where its files name them), so that what a
+    run reports per user, item, node or class can be named in the file's own ids."""
+    keys = ("user_ids", "item_ids", "node_ids", "class_names")
+    ids = {key: ds.meta[key].tolist() for key in keys if key in ds.meta}
     tmp = out / (ID_MAP_NAME + ".tmp")
     tmp.write_text(json.dumps(ids))
     tmp.replace(out / ID_MAP_NAME)

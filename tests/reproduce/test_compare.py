@@ -11,6 +11,7 @@ import pytest
 from fedrec.cli.main import main
 from fedrec.experiment import run_experiment
 from fedrec.reproduce.compare import comparison, differing_settings, find_runs
+from fedrec.reproduce.report import at_selected_round
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,28 @@ def test_table_lists_completed_runs_with_what_differs(two_runs: Path, capsys) ->
     assert len(rows) == 2 and "stopped" not in "".join(rows)
     for row, lr in zip(rows, ("0.01", "0.02"), strict=True):
         result = json.loads((two_runs / f"lr{lr}" / "results.json").read_text())
-        assert f"lr={lr}" in row and f"{result['final']['rmse']:.4f}" in row
+        chosen = result["selection"]
+        shown = at_selected_round(result)  # the test metrics of the round chosen on validation
+        assert shown["rmse"] == chosen["test"]["rmse"]
+        assert f"lr={lr}" in row and f"{shown['rmse']:.4f}" in row
+        assert f" {chosen['round']} ({chosen['select_on']}) " in row
         assert "pmf" in row and " none " in row  # pmf: no formal guarantee
+
+
+def test_markdown_is_the_readme_table_with_each_run_s_command(two_runs: Path, capsys) -> None:
+    assert main(["results", str(two_runs), "--markdown", "--metrics", "rmse,NDCG@20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("| algorithm | dataset | rounds | chosen round | rmse | NDCG@20 | "
+                        "epsilon | MiB up | MiB down | wall s | command |")
+    for line, lr in zip(lines[2:], ("0.01", "0.02"), strict=True):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        result = json.loads((two_runs / f"lr{lr}" / "results.json").read_text())
+        assert cells[2] == "2" and cells[4] == f"{at_selected_round(result)['rmse']:.4f}"
+        assert cells[5] == "–"  # a metric the run does not report
+        # The settings that differ from pmf's defaults, and the folder.
+        assert cells[-1] == (f"`fedrec run pmf --dataset {result['dataset']} --set rounds=2 "
+                             f"--set eval_every=1 --set dim=4 --set lr={lr} --out "
+                             f"{two_runs / f'lr{lr}'}`")
 
 
 def test_only_differing_settings_are_shown(two_runs: Path) -> None:
@@ -54,7 +75,8 @@ def test_plot_writes_a_png_of_the_curves(two_runs: Path, tmp_path: Path, capsys)
     assert main(["results", str(two_runs / "lr0.01"), str(two_runs / "lr0.02"), "--plot",
                  str(png), "--markdown"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("| run | algorithm |") and f"plot: {png} (rmse, mae by round)" in out
+    assert out.startswith("| algorithm | dataset | rounds | chosen round |")
+    assert f"plot: {png} (rmse, mae by round)" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

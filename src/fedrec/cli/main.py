@@ -1,13 +1,13 @@
 """The ``fedrec`` command line.
 
-    fedrec run ALGORITHM --dataset NAME|FILE [--config FILE] [--set key=value ...]
-               [--data-opt key=value ...] [--out DIR] [--resume]
+    fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
+               [--data-opt key=value ...] [--out DIR] [--resume] [--log-dir DIR]
     fedrec reproduce fedgnn|fedgrec|feras|ptf-fedrec [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
-    fedrec results DIR... [--plot FILE.png] [--markdown]
+    fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
     fedrec algorithms
     fedrec config show ALGORITHM
-    fedrec datasets list | info NAME|FILE [--data-opt ...] | verify [NAME ...]
+    fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
 
@@ -52,10 +52,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=args.device,
         progress=not args.quiet,
         client_secret=secrets,
+        log_dir=args.log_dir,
     )
     rows = summary_rows(result)
     if args.out:
         rows.append(("results", os.path.join(args.out, "results.json")))
+    if args.log_dir:
+        rows.append(("tensorboard log", args.log_dir))
     print(table(rows))
     return 0
 
@@ -87,7 +90,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.plot and not args.plot.lower().endswith(".png"):
         raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {args.plot}")
     runs = find_runs(args.dirs)
-    sys.stdout.write(render(runs, markdown=args.markdown))
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    sys.stdout.write(render(runs, markdown=args.markdown, metrics=metrics))
     if args.plot:
         drawn = plot_curves(runs, Path(args.plot))
         print(f"plot: {args.plot} ({', '.join(drawn)} by round)")
@@ -165,8 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="train an algorithm on a dataset")
     run.add_argument("algorithm")
     run.add_argument("--dataset", required=True,
-                     help="a catalogue name (fedrec datasets list) or a file of ratings or "
-                     "interactions (CSV, TSV, Parquet; --data-opt names its columns and split)")
+                     help="a catalogue name (fedrec datasets list), a file of ratings or "
+                     "interactions (CSV, TSV, Parquet; --data-opt names its columns and split) "
+                     "or a folder of a graph (edges.csv, features.npy, labels.csv, ...)")
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
@@ -174,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
     run.add_argument("--out", help="directory for results.json and checkpoints")
     run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+    run.add_argument("--log-dir", metavar="DIR",
+                     help="also write a TensorBoard log of every round's metrics, ledger totals "
+                     "and the run's epsilon (pip install 'fedrec[tensorboard]')")
     run.add_argument("--device", default="cpu", help="cpu or cuda")
     run.add_argument("--threads", type=int, default=None,
                      help="torch threads (default: half the cores)")
@@ -206,7 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("dirs", nargs="+", metavar="DIR",
                      help="folders searched for results.json (or results.json files)")
     res.add_argument("--plot", metavar="FILE.png", help="also draw the metric curves into a PNG")
-    res.add_argument("--markdown", action="store_true", help="print a markdown table")
+    res.add_argument("--markdown", action="store_true",
+                     help="print a markdown table, with the command of each run (README's)")
+    res.add_argument("--metrics", metavar="M1,M2",
+                     help="the metric columns, in this order (default: every test metric)")
     res.set_defaults(func=cmd_results)
 
     alg = sub.add_parser("algorithms", help="list the algorithms")

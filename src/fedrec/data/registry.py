@@ -25,6 +25,7 @@ from fedrec.data.loaders import (
 from fedrec.data.splits import VAL_FRACTION, carve_validation
 from fedrec.data.types import Dataset, GraphDataset, RatingDataset
 from fedrec.data.user_files import FILE_OPTIONS, is_file_name, load_interaction_file
+from fedrec.data.user_graph import GRAPH_OPTIONS, is_graph_dir, load_graph_dir
 from fedrec.errors import ConfigError
 
 __all__ = ["DatasetSpec", "dataset_info", "describe", "is_user_file", "list_datasets",
@@ -104,7 +105,9 @@ def load_dataset(
     A ``name`` that is not in the catalogue and looks like a path (a path object, a ``/``, a
     suffix, an existing file: :func:`fedrec.data.user_files.is_file_name`) is a user's file of
     ratings or interactions, read with the options of
-    :data:`fedrec.data.user_files.FILE_OPTIONS` (``data_dir`` and ``download`` do not apply).
+    :data:`fedrec.data.user_files.FILE_OPTIONS` (``data_dir`` and ``download`` do not apply);
+    a folder is a user's graph (:mod:`fedrec.data.user_graph`, options
+    :data:`~fedrec.data.user_graph.GRAPH_OPTIONS`).
 
     Every dataset passes through :func:`fedrec.data.splits.carve_validation` here, the one
     place that makes the validation split: ``train`` of the result excludes the validation rows
@@ -113,8 +116,9 @@ def load_dataset(
     if is_file_name(name, SPECS):
         path = Path(name)
         options, val_fraction, val_seed = _validation_options(str(path), options)
-        _refuse_unknown(str(path), options, list(FILE_OPTIONS))
-        ds = load_interaction_file(path, **options)
+        graph = is_graph_dir(path)
+        _refuse_unknown(str(path), options, list(GRAPH_OPTIONS if graph else FILE_OPTIONS))
+        ds = load_graph_dir(path, **options) if graph else load_interaction_file(path, **options)
         return carve_validation(ds, val_fraction, val_seed)
     name = str(name)
     get_spec(name)

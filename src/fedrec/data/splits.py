@@ -12,6 +12,8 @@ from fedrec.errors import ConfigError
 #: Default share of each user's training rows (or of a graph's training nodes) held out for
 #: validation.
 VAL_FRACTION = 0.1
+#: Train and validation shares of :func:`random_node_split` (the rest is test).
+RANDOM_TRAIN, RANDOM_VAL = 0.6, 0.2
 
 
 def _check_fraction(test_fraction: float) -> None:
@@ -112,6 +114,20 @@ def carve_validation(ds: Dataset, val_fraction: float = VAL_FRACTION, seed: int 
     note = {"fraction": float(val_fraction), "seed": int(seed), "rows": len(valid)}
     return dataclasses.replace(ds, train=train, valid=valid,
                                meta={**ds.meta, "validation": note})
+
+
+def random_node_split(labelled: np.ndarray, n: int, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Train, validation and test masks over ``n`` nodes: ``labelled`` (node ids) shuffled with
+    ``seed``, cut at ``round(0.6 k)`` and ``round(0.2 k)`` (Planetoid's ``split="random"``, a
+    user's graph without masks)."""
+    order = np.random.default_rng(seed).permutation(labelled)
+    n_train = round(RANDOM_TRAIN * len(order))
+    n_val = round(RANDOM_VAL * len(order))
+    masks = [np.zeros(n, bool) for _ in range(3)]
+    for mask, part in zip(masks, np.split(order, [n_train, n_train + n_val]), strict=True):
+        mask[part] = True
+    return masks[0], masks[1], masks[2]
 
 
 def k_core(users: np.ndarray, items: np.ndarray, k: int) -> np.ndarray:

@@ -71,13 +71,14 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 def is_file_name(name: str | os.PathLike[str], catalogue: object) -> bool:
     """Whether ``--dataset name`` names a file: a path object, or a name that is not in the
-    ``catalogue`` and holds a path separator or a suffix, or names an existing file (a
-    catalogue name wins; write ``./ml-100k`` for a file of that name)."""
+    ``catalogue`` and holds a path separator or a suffix, or names an existing file or folder
+    (a user's graph, :mod:`fedrec.data.user_graph`; a catalogue name wins: write ``./ml-100k``
+    for a file of that name)."""
     if isinstance(name, os.PathLike):
         return True
     if name in catalogue:  # type: ignore[operator]
         return False
-    return "/" in name or os.sep in name or Path(name).suffix != "" or Path(name).is_file()
+    return "/" in name or os.sep in name or Path(name).suffix != "" or Path(name).exists()
 
 
 class _Part:

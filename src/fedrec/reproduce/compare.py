@@ -1,10 +1,14 @@
 """Comparing finished runs: what ``fedrec results DIR...`` prints and plots.
 
-:func:`find_runs` reads every completed ``results.json`` under some folders;
-:func:`comparison` makes one row per run (algorithm, dataset, the settings that differ between
-the runs, the final test metrics, bytes, the whole-run epsilon, wall time), and
-:func:`plot_curves` draws every test metric of the runs' histories over the rounds.
-Everything shown is read from the files; nothing is recomputed.
+:func:`find_runs` reads every completed ``results.json`` under some folders (or the files
+named); :func:`comparison` makes one row per run: algorithm, dataset, the settings that differ
+between the runs, rounds, the round chosen on validation and the test metrics there
+(:func:`fedrec.reproduce.report.at_selected_round`; a run without a validation split: its last
+round, and an older run says so), the whole-run epsilon (:func:`fedrec.privacy.run_epsilon`;
+"none": no formal guarantee), MiB up and down, wall seconds; its markdown form is README's
+results table, with the command that re-makes each run (:func:`run_command`).
+:func:`plot_curves` draws every test metric of the runs' histories over the rounds. Everything
+shown is read from the files; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import VAL_PREFIX
+from fedrec.config import to_dict
 from fedrec.errors import ConfigError
-from fedrec.experiment import RESULTS_NAME
+from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME
 from fedrec.privacy.report import run_epsilon
-from fedrec.reproduce.report import format_bytes, markdown_table, plot
+from fedrec.reproduce.report import at_selected_round, markdown_table, plot
 
 #: The suffix of an evaluation's count of clients (``eval_clients``): a count, not a metric.
 COUNT = "eval_clients"
@@ -97,26 +103,65 @@ def test_metrics(runs: Sequence[Run]) -> list[str]:
     return list(names)
 
 
-def comparison(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
-    """``(headers, rows)`` of the comparison table (module docstring)."""
+def chosen_round(result: dict[str, Any]) -> str:
+    """Which round a run's metrics are of: the one chosen on validation (``selection``), else
+    its last (a run made before the validation split existed, results format 1, says so)."""
+    sel = result.get("selection")
+    if sel:
+        return f"{sel['round']} ({sel['select_on']})"
+    return ("last" if result.get("format") == RESULTS_FORMAT
+            else "last (no validation split: older run)")
+
+
+def run_command(run: Run) -> str:
+    """The ``fedrec run`` command that re-makes ``run``: its dataset options and the config
+    entries that differ from the algorithm's resolved defaults on that dataset (as ``--set``),
+    and ``--out`` its folder."""
+    res = run.result
+    algorithm, dataset = str(res["algorithm"]), str(res["dataset"])
+    # Through JSON, as results.json was written (tuples become lists).
+    defaults = json.loads(json.dumps(to_dict(resolve_config(algorithm, dataset))))
+    opts = "".join(f" --data-opt {k}={v}" for k, v in res.get("dataset_options", {}).items())
+    sets = "".join(f" --set {k}={v}" for k, v in res.get("config", {}).items()
+                   if defaults.get(k) != v)
+    return f"fedrec run {algorithm} --dataset {dataset}{opts}{sets} --out {run.path.parent}"
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f}"
+
+
+def comparison(runs: Sequence[Run], markdown: bool = False,
+               metrics: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """``(headers, rows)`` of the comparison table (module docstring). The metrics (default:
+    every test metric the runs report, :func:`test_metrics`) are those of the round each run
+    chose on validation (:func:`chosen_round`). The text table names each run by its folder
+    and shows the settings that differ; the markdown one (README's results table) shows the
+    command that re-makes each run instead, which names both."""
     settings = differing_settings(runs)
-    metrics = test_metrics(runs)
-    headers = ["run", "algorithm", "dataset", "settings", *metrics, "bytes total", "epsilon",
-               "wall time"]
+    metrics = list(metrics) if metrics is not None else test_metrics(runs)
+    first = [] if markdown else ["run"]
+    between = [] if markdown else ["settings"]
+    headers = [*first, "algorithm", "dataset", *between, "rounds", "chosen round", *metrics,
+               "epsilon", "MiB up", "MiB down", "wall s", *(["command"] if markdown else [])]
     rows = []
     for r in runs:
         res = r.result
-        final = res.get("final", {})
+        shown = at_selected_round(res)
         eps, _ = run_epsilon(res.get("privacy") or {})
         totals = res.get("communication", {}).get("totals", {})
-        rows.append([
-            r.name, str(res.get("algorithm")), str(res.get("dataset")),
+        named = [] if markdown else [r.name]
+        differing = [] if markdown else [
             ", ".join(f"{k}={_shown(v)}" for k in settings
-                      if (v := _settings(r).get(k, _MISSING)) is not _MISSING) or "–",
-            *(_number(final[m]) if m in final else "–" for m in metrics),
-            format_bytes(totals.get("bytes_total", 0)),
-            f"{eps:.4g}" if eps is not None else "none",
-            f"{res.get('wall_time_s', 0.0):.1f} s",
+                      if (v := _settings(r).get(k, _MISSING)) is not _MISSING) or "–"]
+        rows.append([
+            *named, str(res.get("algorithm")), str(res.get("dataset")), *differing,
+            str(res.get("config", {}).get("rounds", "–")), chosen_round(res),
+            *(_number(shown[m]) if m in shown else "–" for m in metrics),
+            f"{eps:.3g}" if eps is not None else "none",
+            _mib(totals.get("bytes_up", 0)), _mib(totals.get("bytes_down", 0)),
+            f"{res.get('wall_time_s', 0.0):.1f}",
+            *([f"`{run_command(r)}`"] if markdown else []),
         ])
     return headers, rows
 
@@ -129,9 +174,10 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]]) + "\n"
 
 
-def render(runs: Sequence[Run], markdown: bool = False) -> str:
-    """The comparison as aligned text, or as a markdown table."""
-    headers, rows = comparison(runs)
+def render(runs: Sequence[Run], markdown: bool = False,
+           metrics: Sequence[str] | None = None) -> str:
+    """The comparison as aligned text, or as a markdown table (:func:`comparison`)."""
+    headers, rows = comparison(runs, markdown, metrics)
     return markdown_table(headers, rows) if markdown else text_table(headers, rows)
 
 

@@ -27,14 +27,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedrec.data.loaders._common import fail, load_numeric_table, require_files
+from fedrec.data.splits import random_node_split
 from fedrec.data.types import GraphDataset
 from fedrec.errors import ConfigError
 
 SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 NUM_VAL = 500
 SPLITS = ("public", "random")
-#: Train and validation shares of ``split="random"`` (the rest is test).
-RANDOM_TRAIN, RANDOM_VAL = 0.6, 0.2
 
 
 def _np_core():
@@ -198,7 +197,7 @@ def load_planetoid(root: Path, name: str, split: str = "public", seed: int = 0) 
     unlabeled = int((~labelled).sum())
     split_note = f"public: {num_train} train / {NUM_VAL} val / {len(test_idx)} test"
     if split == "random":
-        train_mask, val_mask, test_mask = _random_split(np.flatnonzero(labelled), n, int(seed))
+        train_mask, val_mask, test_mask = random_node_split(np.flatnonzero(labelled), n, int(seed))
         split_note = (f"random 60/20/20 of the labelled nodes (seed {int(seed)}): "
                       f"{train_mask.sum()} train / {val_mask.sum()} val / {test_mask.sum()} test")
     return GraphDataset(
@@ -218,19 +217,6 @@ def load_planetoid(root: Path, name: str, split: str = "public", seed: int = 0) 
             "unlabeled_nodes": unlabeled,
         },
     )
-
-
-def _random_split(labelled: np.ndarray, n: int, seed: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Train, validation and test masks over ``n`` nodes: ``labelled`` shuffled with ``seed``,
-    cut at ``round(0.6 k)`` and ``round(0.2 k)``."""
-    order = np.random.default_rng(seed).permutation(labelled)
-    n_train = round(RANDOM_TRAIN * len(order))
-    n_val = round(RANDOM_VAL * len(order))
-    masks = [np.zeros(n, bool) for _ in range(3)]
-    for mask, part in zip(masks, np.split(order, [n_train, n_train + n_val]), strict=True):
-        mask[part] = True
-    return masks[0], masks[1], masks[2]
 
 
 def _scatter_rows(tx: sp.csr_matrix, test_idx: np.ndarray, lo: int, span: int) -> sp.csr_matrix:
