@@ -170,3 +170,48 @@ def load_multiview(
     every = dataclasses.replace(every, meta={**every.meta, "split": "all ratings"})
     return build_multiview(every, split, test_fraction, seed, held_aside_fraction, svd_dim,
                            val_fraction, val_seed)
+
+
+COLD_START = ("none", "users", "items", "users-items")
+
+
+def cold_start(mv: MultiViewData, scenario: str, fraction: float = 0.1, seed: int = 0,
+               val_fraction: float = VAL_FRACTION) -> MultiViewData:
+    """``mv`` re-split for a cold-start scenario (FL-MV-DSSM's CS-Users, CS-Items,
+    CS-Users-Items): a seeded random ``fraction`` of the users (``"users"``), of the items
+    (``"items"``) or of both (``"users-items"``) is held out of training entirely. Every task row
+    (train, valid and test alike) of a held-out user (item) becomes a test row; for
+    ``"users-items"`` the test rows are those of a held-out user *and* a held-out item, and the
+    rows with only one side held out are dropped (they would tell the model about the other
+    side). Training is every row with neither side held out, and validation is carved from it
+    again (:func:`fedrec.data.splits.carve_validation`). The views' features and the item
+    features are unchanged: a new user has its view features but no interactions in the task.
+    ``"none"`` returns ``mv``. Bad scenario or fraction -> one-line ConfigError."""
+    if scenario not in COLD_START:
+        raise ConfigError(f"cold_start must be one of {', '.join(COLD_START)}, got {scenario!r}")
+    if scenario == "none":
+        return mv
+    if not 0.0 < float(fraction) < 1.0:
+        raise ConfigError(f"cold_fraction must be in (0, 1), got {fraction}")
+    task = mv.task
+    rng = np.random.default_rng([int(seed), 0xC01D])
+    cold_users = np.zeros(task.num_users, dtype=bool)
+    cold_items = np.zeros(task.num_items, dtype=bool)
+    if scenario in ("users", "users-items"):
+        cold_users[rng.choice(task.num_users, round(fraction * task.num_users), replace=False)] = 1
+    if scenario in ("items", "users-items"):
+        cold_items[rng.choice(task.num_items, round(fraction * task.num_items), replace=False)] = 1
+    rows = Interactions.concat(task.train, task.valid, task.test)
+    u_cold, i_cold = cold_users[rows.users], cold_items[rows.items]
+    warm = ~u_cold & ~i_cold
+    test = (u_cold & i_cold) if scenario == "users-items" else ~warm
+    meta = {**task.meta, "cold_start": {"scenario": scenario, "fraction": float(fraction),
+                                        "seed": int(seed), "users": int(cold_users.sum()),
+                                        "items": int(cold_items.sum())}}
+    meta.pop("validation", None)
+    unsplit = InteractionDataset(name=task.name, num_users=task.num_users,
+                                 num_items=task.num_items, train=rows.select(np.flatnonzero(warm)),
+                                 test=rows.select(np.flatnonzero(test)), meta=meta)
+    new_task = carve_validation(unsplit, val_fraction, seed)
+    return dataclasses.replace(mv, task=new_task,
+                               meta={**mv.meta, "cold_start": meta["cold_start"]})

@@ -61,7 +61,7 @@ from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.fl_mv_dssm.device import DeviceData, DeviceLogic, local_secure_aggregate
 from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
 from fedrec.algorithms.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
-from fedrec.data.multiview import MultiViewData, build_multiview
+from fedrec.data.multiview import MultiViewData, build_multiview, cold_start
 from fedrec.data.types import Dataset, Interactions, no_rows
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
@@ -76,8 +76,9 @@ def multiview_of(cfg: FLMVDSSMConfig, dataset: Dataset) -> MultiViewData:
                        kind="stable")
     every = dataclasses.replace(dataset, train=rows.select(order), valid=no_rows(),
                                 test=no_rows())
-    return build_multiview(every, cfg.split, cfg.test_fraction, cfg.split_seed,
-                           cfg.held_aside_fraction)
+    mv = build_multiview(every, cfg.split, cfg.test_fraction, cfg.split_seed,
+                         cfg.held_aside_fraction)
+    return cold_start(mv, cfg.cold_start, cfg.cold_fraction, cfg.split_seed)
 
 
 def _items_by_user(rows: Interactions, num_users: int) -> list[np.ndarray]:
@@ -103,7 +104,13 @@ def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> Federate
     view_logic = ViewLogic(cfg, mv.item_features, dims)
     parts = {s: _items_by_user(getattr(task, s), task.num_users)
              for s in ("train", "valid", "test")}
+    # Devices: users with training positives; a cold-start run adds the held-out users (view
+    # features, no interactions), who are evaluated but never sampled for training.
     devices = [u for u in range(task.num_users) if len(parts["train"][u])]
+    if cfg.cold_start != "none":
+        server.trainable = list(devices)
+        devices = [u for u in range(task.num_users)
+                   if any(len(parts[s][u]) for s in ("train", "valid", "test"))]
     parties = [Party(u, CLIENT, device_logic, DeviceData(parts["train"][u], parts["valid"][u],
                                                          parts["test"][u])) for u in devices]
     parties += [Party(view_id(u, name), VIEW, view_logic,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedrec.config import RunConfig, check_choice, check_range, option
-from fedrec.data.multiview import TASK_SPLITS, VIEW_NAMES
+from fedrec.data.multiview import COLD_START, TASK_SPLITS, VIEW_NAMES
 from fedrec.errors import ConfigError
 from fedrec.federation.secure_sum import (
     validate_secure_sum_options,
@@ -29,6 +29,10 @@ class FLMVDSSMConfig(RunConfig):
     split_seed: int = option(0, "seed of the split and of the held-aside (view-2) slice")
     held_aside_fraction: float = option(0.2, "share of each user's positives held aside as "
                                              "the other app's data (view 2's SVD input)")
+    cold_start: str = option("none", "none | users | items | users-items: hold a random "
+                                     "cold_fraction of them out of training, test on them "
+                                     "(CS-Users, CS-Items, CS-Users-Items)")
+    cold_fraction: float = option(0.1, "share of users / items held out (cold_start)")
     views: tuple[str, ...] = option(VIEW_NAMES, "the user views each device runs, by name "
                                                 "(demographics, svd); one view = FL-DSSM")
     widths: tuple[int, ...] = option((64, 32, 16), "Dense widths of every tower (Table I)")
@@ -66,6 +70,10 @@ class FLMVDSSMConfig(RunConfig):
         super().validate()
         check_choice("split", self.split, TASK_SPLITS)
         check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
+        check_choice("cold_start", self.cold_start, COLD_START)
+        check_range("cold_fraction", self.cold_fraction, 0.0, 1.0, low_open=True)
+        if self.cold_fraction == 1.0:
+            raise ConfigError("cold_fraction must be below 1: something must stay to train on")
         check_range("held_aside_fraction", self.held_aside_fraction, 0.0, 1.0, low_open=True)
         if not self.views:
             raise ConfigError("views is empty: a device needs at least one view")

@@ -19,7 +19,7 @@ from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import PartyId
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Runtime, sample_cohort
 from fedrec.federation.secure_sum import (
     protection_text,
     run_secure_sum,
@@ -67,6 +67,8 @@ class FLMVDSSMServer(ServerLogic):
         self.steps = 0
         self.participations: Counter[PartyId] = Counter()
         self.evaluations = 0
+        #: The devices training cohorts are drawn from when not all are (cold start); None: all.
+        self.trainable: list[int] | None = None
 
     @property
     def upload_size(self) -> int:
@@ -104,7 +106,12 @@ class FLMVDSSMServer(ServerLogic):
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         cfg = self.cfg
         n_clients = len(rt.client_ids)
-        devices = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients))
+        if self.trainable is None:
+            devices = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients))
+        else:  # cold start: the held-out users' devices have nothing to train on
+            n_train = len(self.trainable)
+            devices = sample_cohort(self.trainable, min(cfg.clients_per_round or n_train,
+                                                        n_train), cfg.seed, rnd)
         rt.broadcast(VIEW_TRAIN, self.view_ids(devices), self.model())
         replies = rt.broadcast(LOCAL_AGGREGATE, devices, secure_sum_request(len(devices)))
         self.participations.update(replies.keys())

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedrec.algorithms.fl_mv_dssm.cohort import train_views, view_draws
 from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.fl_mv_dssm.steps import VIEW_PREDICT, VIEW_TRAIN
 from fedrec.core.codec import Payload
@@ -20,7 +21,7 @@ from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.steps import step
-from fedrec.models import dssm
+from fedrec.models import dssm, dssm_stacked
 
 #: The role of the views' parties; a view's id is ``"view/<device>/<view name>"``.
 VIEW = "view"
@@ -68,6 +69,9 @@ class ViewLogic(PartyLogic):
         self.items = torch.from_numpy(np.ascontiguousarray(item_features, dtype=np.float32))
         self.item_shapes = dssm.param_shapes(self.items.shape[1], cfg.widths)
         self.user_shapes = {n: dssm.param_shapes(d, cfg.widths) for n, d in view_dims.items()}
+        self.num_items = int(self.items.shape[0])
+        self.sparse_items = dssm_stacked.SparseRows.of(np.asarray(item_features,
+                                                                  dtype=np.float32))
 
     def init_state(self, party: PartyId, data: Any, secret: PartySecret) -> dict[str, Any]:
         if self.cfg.aggregate_user_sub_model:
@@ -89,49 +93,35 @@ class ViewLogic(PartyLogic):
     @step(VIEW_TRAIN, cohort=True, broadcast=True)
     def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Routed]:
         """Each view trains copies of the item sub-model and its user sub-model on the device's
-        positives and its own features, and sends its device the changes."""
-        item_start = self._item_model(payload)
-        return [self._train_one(c, item_start, payload) for c in ctxs]
-
-    def _train_one(self, ctx: PartyContext, item_start: dssm.Params, payload: Payload) -> Routed:
+        positives and its own features, and sends its device the changes (vectorised over the
+        cohort: :mod:`fedrec.algorithms.fl_mv_dssm.cohort`)."""
         cfg = self.cfg
-        data: ViewData = ctx.data
-        user_start = self._user_model(ctx, payload)
-        item = {k: v.clone().requires_grad_(True) for k, v in item_start.items()}
-        user = {k: v.clone().requires_grad_(True) for k, v in user_start.items()}
-        x_user = torch.from_numpy(np.asarray(data.features, dtype=np.float32))
-        positives = torch.as_tensor(np.asarray(data.train_items, dtype=np.int64))
-        unseen = torch.from_numpy(np.setdiff1d(np.arange(self.items.shape[0]),
-                                               data.train_items).astype(np.int64))
-        gen = ctx.generator()
-        steps = 0
-        if len(positives) and len(unseen):
-            for _ in range(cfg.local_epochs):
-                order = positives[torch.randperm(len(positives), generator=gen)]
-                for batch in order.split(cfg.client_batch):
-                    negs = unseen[torch.randint(len(unseen), (len(batch), cfg.num_negatives),
-                                                generator=gen)]
-                    cands = torch.cat([batch[:, None], negs], dim=1)
-                    y_items = dssm.tower(item, self.items[cands])
-                    loss = dssm.softmax_loss(dssm.tower(user, x_user), y_items, cfg.gamma)
-                    params = [*item.values(), *user.values()]
-                    grads = torch.autograd.grad(loss, params)
-                    with torch.no_grad():
-                        for p, g in zip(params, grads, strict=True):
-                            p -= cfg.client_lr * g
-                    steps += 1
+        item_start = self._item_model(payload)
+        names = [name_of(c.party) for c in ctxs]
+        user_starts = [self._user_model(c, payload) for c in ctxs]
+        draws = [view_draws(cfg, c.data.train_items, self.num_items, c.generator())
+                 for c in ctxs]
+        trained = train_views(cfg, self.sparse_items, item_start, user_starts, names,
+                              [c.data.features for c in ctxs], draws)
         with torch.no_grad():
-            item_delta = dssm.flatten(item, self.item_shapes) - dssm.flatten(item_start,
-                                                                            self.item_shapes)
-            user_new = {k: v.detach() for k, v in user.items()}
-            msg: Payload = {"item": item_delta, "steps": steps}
-            name = name_of(ctx.party)
+            item_names = list(self.item_shapes)
+            item_delta = (dssm_stacked.flatten(trained.item, item_names)
+                          - dssm.flatten(item_start, item_names))
+            user_of: dict[int, dssm.Params] = {}
+            for name, rows in trained.user_rows.items():
+                for r, k in enumerate(rows):
+                    user_of[k] = {p: v[r].clone() for p, v in trained.user[name].items()}
+        out = []
+        for k, c in enumerate(ctxs):
+            msg: Payload = {"item": item_delta[k].clone(), "steps": trained.steps[k]}
             if cfg.aggregate_user_sub_model:
-                shapes = self.user_shapes[name]
-                msg["user"] = dssm.flatten(user_new, shapes) - dssm.flatten(user_start, shapes)
+                shapes = self.user_shapes[names[k]]
+                msg["user"] = (dssm.flatten(user_of[k], shapes)
+                               - dssm.flatten(user_starts[k], shapes))
             else:
-                ctx.state["user"] = user_new  # SEMI: the view's own model stays with it
-        return Routed({device_of(ctx.party): msg})
+                c.state["user"] = user_of[k]  # SEMI: the view's own model stays with it
+            out.append(Routed({device_of(c.party): msg}))
+        return out
 
     @step(VIEW_PREDICT, cohort=True, broadcast=True)
     def predict(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Routed]:
