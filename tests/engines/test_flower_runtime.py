@@ -220,8 +220,29 @@ FEDGREC = {"rounds": 2, "eval_every": 1, "dim": 8, "num_layers": 1, "refresh_per
            "local_steps": 2, "clients_per_round": 16}
 
 
+@pytest.fixture
+def load_once(monkeypatch):
+    """Each in-memory "SuperNode" message parses ML-100K again, as a real SuperNode's process
+    does; FedGRec's warm-up sends many messages, so here the nodes share one parse (a deep
+    copy per message, so no message sees another's changes). Loading is deterministic, so this
+    changes no value the test compares, only its time."""
+    import copy
+
+    from fedrec.engines.flower import node
+
+    cache: dict[tuple, object] = {}
+
+    def load_sliced(*args):
+        if args not in cache:
+            cache[args] = real(*args)
+        return copy.deepcopy(cache[args])
+
+    real = node.load_sliced
+    monkeypatch.setattr(node, "load_sliced", load_sliced)
+
+
 @pytest.mark.parametrize("secure", [True, False], ids=["secure", "plain"])
-def test_fedgrec_equals_simulator(tmp_path, ml100k_root, secure: bool) -> None:
+def test_fedgrec_equals_simulator(tmp_path, ml100k_root, load_once, secure: bool) -> None:
     settings = dict(FEDGREC, secure_aggregation=secure)
     res, grid = local_run(tmp_path, ml100k_root, "fedgrec", settings)
     sim = simulate("fedgrec", "ml-100k", data_dir=ml100k_root, overrides=settings,
