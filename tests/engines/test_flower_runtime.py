@@ -9,7 +9,10 @@ splitting the cohort over SuperNodes changes no floating-point operation. FedGNN
 chunk of clients to its longest subgraph; a SuperNode's chunk is not the simulator's chunk, so
 reductions run over differently padded tensors and float32 sums round differently (observed
 ~5e-8 relative); 1e-6 relative bounds that and is far below any protocol error (a client
-missing, a wrong neighbour or noise draw changes the metrics at 1e-3 and more).
+missing, a wrong neighbour or noise draw changes the metrics at 1e-3 and more). FedGRec is
+compared exactly (==): each client's step is its own computation, every upload is a sum of
+fixed-point ring elements (secure or plain), exact whatever the order, and the server decodes
+and updates its tables once from that sum, so the SuperNodes' split changes nothing.
 """
 
 from __future__ import annotations
