@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,14 @@ class Topology:
     sampler: Sampler
     alpha: torch.Tensor
     node_prob: torch.Tensor
-    full_adj: torch.Tensor
+    edge_index: np.ndarray
+    num_nodes: int
+
+    @cached_property
+    def full_adj(self) -> torch.Tensor:
+        """``A_hat`` of the whole graph, for evaluation only: built at the first evaluation
+        (on a Reddit-sized graph it holds ~470 MB that training never reads)."""
+        return gcn.normalized_adjacency(self.edge_index, self.num_nodes)
 
 
 @dataclass(eq=False)
@@ -121,8 +129,7 @@ class FerasHost(PartyLogic):
             norm = estimate_normalization(sampler, self.cfg.presample,
                                           torch_generator(self.cfg.seed, NAME, "presample"))
             self._topologies[key] = Topology(
-                graph, sampler, norm.alpha, norm.node_prob,
-                gcn.normalized_adjacency(view.edge_index, view.num_nodes))
+                graph, sampler, norm.alpha, norm.node_prob, view.edge_index, view.num_nodes)
         return self._topologies[key]
 
     def subgraph(self, view: HostView, iteration: int) -> Subgraph:
