@@ -26,6 +26,7 @@ from fedrec.data.sampling import (
     FrontierSampler,
     NodeSampler,
     RandomWalkSampler,
+    Sampler,
 )
 
 REDDIT_NODES, REDDIT_EDGES = 232_965, 11_606_919
@@ -41,6 +42,45 @@ def long_tailed_graph(num_nodes: int, num_edges: int, seed: int) -> CsrGraph:
     cdf = np.cumsum(weight / weight.sum())
     ends = np.searchsorted(cdf, rng.random((2, num_edges)), side="right").clip(max=num_nodes - 1)
     return CsrGraph.from_edge_index(torch.from_numpy(ends), num_nodes)
+
+
+def saint_options(scale: float) -> dict[str, int]:
+    """GraphSAINT-style Reddit budgets times ``scale``, as :class:`SaintSamplerConfig` options:
+    node 8000 draws, edge 4000 draws, random walk 2000 roots of length 4, MRW frontier 1000 and
+    budget 8000."""
+    def b(x: int) -> int:
+        return max(1, round(x * scale))
+
+    return {"node_budget": b(8000), "edge_budget": b(4000), "num_roots": b(2000),
+            "walk_length": 4, "frontier_size": b(1000)}
+
+
+def reddit_samplers(graph: CsrGraph, scale: float) -> dict[str, Sampler]:
+    """The four samplers with :func:`saint_options`' budgets, by a name saying them."""
+    o = saint_options(scale)
+    return {
+        f"node (budget {o['node_budget']})": NodeSampler(graph, o["node_budget"]),
+        f"edge (budget {o['edge_budget']})": EdgeSampler(graph, o["edge_budget"]),
+        f"rw (roots {o['num_roots']}, length {o['walk_length']})":
+            RandomWalkSampler(graph, o["num_roots"], o["walk_length"]),
+        f"mrw (frontier {o['frontier_size']}, budget {o['node_budget']})":
+            FrontierSampler(graph, o["frontier_size"], o["node_budget"]),
+    }
+
+
+def throughput(sampler: Sampler, seconds: float, seed: int, device: str = "cpu"
+               ) -> tuple[float, float, float]:
+    """Subgraphs per second over as many draws as fit in ``seconds`` (at least 3, after one
+    warm-up draw), and their mean node and undirected edge counts."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    sampler.sample(gen)  # warm-up
+    sizes, edges, start = [], [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(sizes) < 3:
+        sub = sampler.sample(gen)
+        sizes.append(sub.num_nodes)  # a host sync, like any use of the subgraph
+        edges.append(sub.num_entries // 2)
+    rate = len(sizes) / (time.perf_counter() - start)
+    return rate, float(np.mean(sizes)), float(np.mean(edges))
 
 
 def main() -> None:
@@ -62,31 +102,14 @@ def main() -> None:
           f"isolated {int((graph.degree == 0).sum()):,}; built in {time.perf_counter() - t0:.1f}s;"
           f" peak RSS {peak_rss_mib():.0f} MiB")
 
-    def b(x: int) -> int:
-        return max(1, round(x * s))
-
-    samplers = {
-        f"node (budget {b(8000)})": NodeSampler(graph, b(8000)),
-        f"edge (budget {b(4000)})": EdgeSampler(graph, b(4000)),
-        f"rw (roots {b(2000)}, length 4)": RandomWalkSampler(graph, b(2000), 4),
-        f"mrw (frontier {b(1000)}, budget {b(8000)})": FrontierSampler(graph, b(1000), b(8000)),
-    }
+    samplers = reddit_samplers(graph, s)
     if args.device.startswith("cuda"):
         print(f"peak GPU memory so far: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
     print("| sampler | subgraphs/s | mean nodes | mean edges | peak RSS MiB |")
     print("|---|---|---|---|---|")
     for name, sampler in samplers.items():
-        gen = torch.Generator(device=args.device).manual_seed(args.seed)
-        sampler.sample(gen)  # warm-up
-        sizes, edges, start = [], [], time.perf_counter()
-        while time.perf_counter() - start < args.seconds or len(sizes) < 3:
-            sub = sampler.sample(gen)
-            sizes.append(sub.num_nodes)  # a host sync, like any use of the subgraph
-            edges.append(sub.num_entries // 2)
-        rate = len(sizes) / (time.perf_counter() - start)
-        print(f"| {name} | {rate:.1f} | {np.mean(sizes):,.0f} | {np.mean(edges):,.0f} "
-              f"| {peak_rss_mib():.0f} |")
-
+        rate, nodes, edges = throughput(sampler, args.seconds, args.seed, args.device)
+        print(f"| {name} | {rate:.1f} | {nodes:,.0f} | {edges:,.0f} | {peak_rss_mib():.0f} |")
 
 if __name__ == "__main__":
     main()

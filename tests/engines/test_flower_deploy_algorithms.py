@@ -1,7 +1,7 @@
 """The algorithms that landed after FCF and FedGNN on a real Flower deployment: 1 SuperLink and
-3 client SuperNodes on loopback, 2 rounds on the first 40 users of ML-100K, against the
-in-process simulator with the same seed. The ledgers (bytes and messages per round, direction,
-step) must be identical; the metrics within:
+3 client SuperNodes on loopback, 2 rounds on the first 40 users of ML-100K (feras: on Cora),
+against the in-process simulator with the same seed. The ledgers (bytes and messages per round,
+direction, step) must be identical; the metrics within:
 
 * FedAvg-NeuMF: 1e-6 relative (observed bit-identical). The clients run PTF-FedRec's NeuMF
   code vectorised over the cohort a node hosts, each batch padded to its widest client; a
@@ -20,13 +20,20 @@ step) must be identical; the metrics within:
   (observed bit-identical). FCF's client step is row-wise, the updates are fixed-point integers
   and the server's ciphertext additions are exact modular sums, so neither the split over
   SuperNodes nor the order of additions changes a bit.
+* feras (3 hosts, one per client SuperNode, and the aggregation server on a service SuperNode
+  of its own; the default sequential schedule, 2 rounds of one iteration, weights averaged in
+  the second): exact. Each host's step is its own computation and the AS combines the uploads
+  in the simulator's order.
 
-The three deployments run concurrently (they mostly wait on Flower's polling).
+The four deployments run concurrently (they mostly wait on Flower's polling); feras's starts
+once another has finished its first round.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -48,36 +55,75 @@ PTF = {"rounds": 2, "eval_every": 1, "local_epochs": 1, "server_epochs": 1}
 FEDAVG = {"rounds": 2, "eval_every": 1, "local_epochs": 1}
 FEDMF = {"rounds": 2, "eval_every": 1, "key_bits": 512, "clients_per_round": 3, "dim": 4,
          "upload": "part"}
-JOBS = {"ptf-fedrec": (PTF, True), "fedavg-ncf": (FEDAVG, False), "fedmf": (FEDMF, False)}
+# Few exchanges (each waits on Flower's polling): one iteration a round, one evaluation.
+FERAS = {"rounds": 2, "eval_every": 2, "num_hosts": 3, "hidden": 16, "iterations_per_round": 1,
+         "weight_every": 2, "presample": 20}
+
+
+@dataclass(frozen=True)
+class Job:
+    dataset: str
+    overrides: dict
+    oracle: bool = False
+    max_users: int | None = USERS
+    clients: int = USERS  # the clients the job declares
+    services: int = 0  # service SuperNodes on top of the 3 client ones
+    later: bool = False  # start after another job's first round (see the fixture)
+
+
+JOBS = {"ptf-fedrec": Job("ml-100k", PTF, oracle=True), "fedavg-ncf": Job("ml-100k", FEDAVG),
+        "fedmf": Job("ml-100k", FEDMF),
+        "feras": Job("cora", FERAS, max_users=None, clients=3, services=1, later=True)}
+
+
+def _staged(root, job: Job) -> bool:
+    return job.dataset != "cora" or (root / "planetoid" / "ind.cora.graph").is_file()
 
 
 @pytest.fixture(scope="module")
 def runs(ml100k_root, deploy_helpers):
-    watches = {alg: deploy_helpers.Watch() for alg in JOBS}
+    jobs = {alg: job for alg, job in JOBS.items() if _staged(ml100k_root, job)}
+    watches = {alg: deploy_helpers.Watch() for alg in jobs}
+    # The later jobs start once an earlier one has finished a round. With all four starting at
+    # once on the two shared cores (load ~30), a ServerApp ended twice before fedrec's code ran,
+    # the SuperLink refusing its task token; three starting together is what passed before.
+    first_round = threading.Event()
 
     def run(alg: str) -> dict:
-        overrides, oracle = JOBS[alg]
-        return deploy(alg, "ml-100k", data_dir=ml100k_root, overrides=overrides,
-                      max_users=USERS, client_secrets=SECRETS, nodes=3, timeout=600,
-                      call_timeout=300, straggler_timeout=0.0, on_round=watches[alg],
-                      experimenter_oracle=oracle)
+        job = jobs[alg]
+        if job.later:
+            first_round.wait(timeout=300)
 
-    with cf.ThreadPoolExecutor(len(JOBS)) as pool:
-        futs = {alg: pool.submit(run, alg) for alg in JOBS}
+        def on_round(row: dict, dep) -> None:
+            watches[alg](row, dep)
+            first_round.set()
+
+        return deploy(alg, job.dataset, data_dir=ml100k_root, overrides=job.overrides,
+                      max_users=job.max_users, client_secrets=SECRETS, nodes=3, timeout=600,
+                      call_timeout=300, straggler_timeout=0.0, on_round=on_round,
+                      experimenter_oracle=job.oracle)
+
+    with cf.ThreadPoolExecutor(len(jobs)) as pool:
+        futs = {alg: pool.submit(run, alg) for alg in jobs}
         results = {alg: f.result() for alg, f in futs.items()}
     return results, watches
 
 
 def _compare(alg: str, runs, root, helpers, tol: float) -> tuple[dict, dict]:
     results, watches = runs
-    res = results[alg]
-    sim = simulate(alg, "ml-100k", data_dir=root, overrides=JOBS[alg][0],
-                   max_users=USERS, client_secrets=SECRETS).to_json()
-    assert res["engine"]["nodes"] == 3 and res["engine"]["clients"] == USERS
-    assert res["engine"]["experimenter_oracle"] == JOBS[alg][1]
+    if alg not in results:
+        pytest.skip(f"{JOBS[alg].dataset} is not staged")
+    res, job = results[alg], JOBS[alg]
+    sim = simulate(alg, job.dataset, data_dir=root, overrides=job.overrides,
+                   max_users=job.max_users, client_secrets=SECRETS).to_json()
+    assert res["engine"]["nodes"] == 3 + job.services
+    assert res["engine"]["clients"] == job.clients
+    assert res["engine"]["experimenter_oracle"] == job.oracle
     for a, b in zip(res["history"], sim["history"], strict=True):
-        assert set(a["eval"]) == set(b["eval"])
-        assert helpers.rel_diff(a["eval"], b["eval"]) <= tol
+        assert (a.get("eval") is None) == (b.get("eval") is None)  # eval_every > 1: none
+        if b.get("eval") is not None:
+            assert set(a["eval"]) == set(b["eval"])
+            assert helpers.rel_diff(a["eval"], b["eval"]) <= tol
         timing = {k for k in b["train"] if k.startswith("time_")}
         assert set(a["train"]) == set(b["train"])
         train = {k: v for k, v in a["train"].items() if k not in timing}
@@ -105,6 +151,14 @@ def test_fedmf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) ->
     res, _ = _compare("fedmf", runs, ml100k_root, deploy_helpers, 1e-12)
     assert res["history"][0]["train"]["clients"] == 3
     assert res["communication"]["by_step"]["public_key (server->client)"]["messages"] == 1
+
+
+def test_feras_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
+    res, _ = _compare("feras", runs, ml100k_root, deploy_helpers, 0.0)
+    assert res["final"]["eval_clients"] == 3 and 0.0 < res["final"]["accuracy"] < 1.0
+    steps = res["communication"]["by_step"]
+    assert steps["embed (client->aggregator)"]["messages"] == 2 * 3  # 2 iterations, 3 hosts
+    assert steps["average_weights (aggregator->client)"]["messages"] == 3  # once, to each host
 
 
 def test_ptf_server_built_from_metadata_holds_no_ground_truth(ml100k_root) -> None:

@@ -13,6 +13,10 @@ missing, a wrong neighbour or noise draw changes the metrics at 1e-3 and more). 
 compared exactly (==): each client's step is its own computation, every upload is a sum of
 fixed-point ring elements (secure or plain), exact whatever the order, and the server decodes
 and updates its tables once from that sum, so the SuperNodes' split changes nothing.
+Fedavg-gcn and
+feras (hosts on client SuperNodes, feras's aggregation server on a service SuperNode) are
+compared exactly: each host's step is its own computation, and the server and the AS combine
+the hosts' messages in the simulator's order.
 """
 
 from __future__ import annotations
@@ -182,33 +186,71 @@ def test_node_share_partitions_clients() -> None:
 GCN = {"rounds": 2, "eval_every": 1, "num_hosts": 4, "local_epochs": 2}
 
 
-def test_graph_hosts_on_supernodes_equal_simulator(tmp_path, data_root) -> None:
-    """fedavg-gcn on Cora: 4 hosts (clients named ``host-i``, not users) over 3 SuperNodes,
-    placed by the job's declaration; the server built from the graph's public metadata. Each
-    host's step is its own computation and the server averages in host order: exact."""
+def cora_equals_simulator(tmp_path, data_root, algorithm: str, settings: dict,
+                          services: tuple[str, ...] = ()):
+    """``algorithm`` on Cora over 3 client SuperNodes (and one per service role) of an in-memory
+    grid, the server built from the graph's public metadata; asserts it equals the simulator
+    exactly (metrics, training statistics but timings, ledgers). Returns the run, the
+    simulator's, the grid, the run config and the node configs."""
     if not (data_root / "planetoid" / "ind.cora.graph").is_file():
         pytest.skip("Cora is not staged")
-    _, cfg = resolve("fedavg-gcn", "cora", None, GCN)
-    rc = {"algorithm": "fedavg-gcn", "dataset": "cora", "config": encode_config(to_dict(cfg)),
-          "max-users": 0, "num-nodes": 3, "out-dir": str(tmp_path), "connect-timeout": 5.0,
-          "call-timeout": 2.0, "straggler-timeout": 0.5}
-    root = node_roots(SECRETS, ())["client"]
+    _, cfg = resolve(algorithm, "cora", None, settings)
+    rc = {"algorithm": algorithm, "dataset": "cora", "config": encode_config(to_dict(cfg)),
+          "max-users": 0, "num-nodes": 3 + len(services), "out-dir": str(tmp_path),
+          "connect-timeout": 5.0, "call-timeout": 2.0, "straggler-timeout": 0.5}
+    roots = node_roots(SECRETS, services)
     configs = {100 + i: {"role": "client", "partition-id": i, "num-partitions": 3,
-                         "data-dir": str(data_root), SECRET_KEY: root} for i in range(3)}
+                         "data-dir": str(data_root), SECRET_KEY: roots["client"]}
+               for i in range(3)}
+    configs.update({900 + k: {"role": r, SECRET_KEY: roots[r]} for k, r in enumerate(services)})
     grid = LocalGrid(rc, configs)
     res = run_server(grid, rc)
-    sim = simulate("fedavg-gcn", "cora", data_dir=data_root, overrides=GCN,
+    sim = simulate(algorithm, "cora", data_dir=data_root, overrides=settings,
                    client_secrets=SECRETS).to_json()
-    assert res["engine"]["clients"] == 4 and res["engine"]["nodes"] == 3
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["eval"] == b["eval"] and a["communication"] == b["communication"]
         assert {k: v for k, v in a["train"].items() if not k.startswith("time_")} == {
             k: v for k, v in b["train"].items() if not k.startswith("time_")}
     assert res["final"]["accuracy"] == sim["final"]["accuracy"]
     assert res["communication"]["by_step"] == sim["communication"]["by_step"]
+    return res, sim, grid, rc, configs
+
+
+def test_graph_hosts_on_supernodes_equal_simulator(tmp_path, data_root) -> None:
+    """fedavg-gcn on Cora: 4 hosts (clients named ``host-i``, not users) over 3 SuperNodes,
+    placed by the job's declaration; the server built from the graph's public metadata. Each
+    host's step is its own computation and the server averages in host order: exact."""
+    res, _, grid, rc, configs = cora_equals_simulator(tmp_path, data_root, "fedavg-gcn", GCN)
+    assert res["engine"]["clients"] == 4 and res["engine"]["nodes"] == 3
     # Which SuperNode hosts which host: contiguous shares of the job's declared order.
     hosted = [NodeHost(rc, configs[n], grid.states[n])._info()["parties"] for n in configs]
     assert hosted == [["host-0", "host-1"], ["host-2"], ["host-3"]]
+
+
+FERAS = {"rounds": 2, "eval_every": 1, "num_hosts": 4, "hidden": 16, "iterations_per_round": 2,
+         "weight_every": 2, "presample": 20}
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
+def test_feras_hosts_and_aggregation_server_equal_simulator(tmp_path, data_root,
+                                                            schedule: str) -> None:
+    """feras on Cora: 4 hosts over 3 client SuperNodes and the aggregation server on a service
+    SuperNode of its own (role ``aggregator``, built from the public metadata, no data).
+    Embeddings and weights reach the AS as sealed mail through the relay. Every host's and the
+    AS's computation is the simulator's, on the same inputs in the same order: exact (metrics,
+    losses and ledgers equal to the last bit)."""
+    settings = dict(FERAS, schedule=schedule)
+    res, _, grid, rc, configs = cora_equals_simulator(tmp_path, data_root, "feras", settings,
+                                                      services=("aggregator",))
+    assert res["engine"]["clients"] == 4 and res["engine"]["nodes"] == 4
+    steps = res["communication"]["by_step"]
+    assert steps["embed (client->aggregator)"]["messages"] > 0
+    hosted = [NodeHost(rc, configs[n], grid.states[n])._info()["parties"] for n in configs]
+    assert hosted == [["host-0", "host-1"], ["host-2"], ["host-3"], ["aggregator"]]
+    # The AS's embedding table persists in its own node's state (sequential schedule only).
+    as_states = NodeHost(rc, configs[900], grid.states[900])._load_states()
+    assert set(as_states) == {"aggregator"}
+    assert len(as_states["aggregator"]["table"]) == (4 if schedule == "sequential" else 0)
 
 
 def test_node_share_keeps_the_declared_order() -> None:

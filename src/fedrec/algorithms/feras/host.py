@@ -6,8 +6,11 @@ the public ``(seed, "feras", "subgraph", t, host)``: a sampler party holding the
 would hand out exactly these, so that role costs no message), computes the first layer on it
 (attributes of unseen nodes are zero) and uploads the embeddings of its *visible* nodes
 (``EMBED``). After the AS's averages arrive it finishes the forward pass on them (``TRAIN``):
-the first layer is recomputed with the same dropout masks (keyed by the host's own secret and
-``t``), so no autograd graph is held between two steps. Its loss on its visible training nodes
+its first layer is ``embed``'s own computation (with the same dropout masks, keyed by the
+host's own secret and ``t``): kept, with its autograd graph, from ``embed`` to ``train`` of the
+same iteration in the process that ran both (:class:`_FirstLayer`), recomputed exactly where it
+is not (a deployment's node builds its logic anew for every message; a checkpoint holds no
+graph). Its loss on its visible training nodes
 ``v`` of the subgraph is ``sum L_v / (n_train p_v)`` (GraphSAINT's normalisation, ``n_train``
 this host's labelled training nodes). Every ``q``-th iteration it also sends its weights to the
 AS, and takes their average when told (``TAKE_WEIGHTS``, in the same iteration).
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -63,7 +67,39 @@ class Topology:
     sampler: Sampler
     alpha: torch.Tensor
     node_prob: torch.Tensor
-    full_adj: torch.Tensor
+    edge_index: np.ndarray
+    num_nodes: int
+
+    @cached_property
+    def full_adj(self) -> torch.Tensor:
+        """``A_hat`` of the whole graph, for evaluation only: built at the first evaluation
+        (on a Reddit-sized graph it holds ~470 MB that training never reads)."""
+        return gcn.normalized_adjacency(self.edge_index, self.num_nodes)
+
+
+@dataclass(eq=False)
+class _FirstLayer:
+    """One host's first layer of one iteration, on leaf copies of its weights ``source``: the
+    subgraph, its operator, the embeddings with their autograd graph, and the dropout generator
+    after the first layer's masks (the next layers' masks follow from it)."""
+
+    iteration: int
+    source: dict[str, torch.Tensor]
+    sub: Subgraph
+    adj: torch.Tensor
+    params: dict[str, torch.Tensor]
+    h1: torch.Tensor
+    generator: torch.Generator
+
+
+def _snapshot(opt: torch.optim.Optimizer) -> dict[str, Any]:
+    """``opt.state_dict()`` with its state tensors copied (what ``copy.deepcopy`` of it holds,
+    at a fraction of its cost: the per-tensor moments are the only mutable entries; the packed
+    groups are fresh dicts, which ``load_state_dict`` copies again)."""
+    sd = opt.state_dict()
+    state = {i: {k: v.clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+                 for k, v in entry.items()} for i, entry in sd["state"].items()}
+    return {"state": state, "param_groups": copy.deepcopy(sd["param_groups"])}
 
 
 class FerasHost(PartyLogic):
@@ -73,6 +109,10 @@ class FerasHost(PartyLogic):
         self.num_classes = num_classes
         # Public: keyed by the topology array every view shares (one build per process).
         self._topologies: dict[int, Topology] = {}
+        # A host's ``embed`` computation until its ``train`` of the same iteration, keyed by the
+        # party and read back by that party only (a cache: lost with the process, recomputed
+        # bit for bit by ``train``).
+        self._pending: dict[Any, _FirstLayer] = {}
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
         # Every host starts from the same weights, drawn from the public seed.
@@ -89,8 +129,7 @@ class FerasHost(PartyLogic):
             norm = estimate_normalization(sampler, self.cfg.presample,
                                           torch_generator(self.cfg.seed, NAME, "presample"))
             self._topologies[key] = Topology(
-                graph, sampler, norm.alpha, norm.node_prob,
-                gcn.normalized_adjacency(view.edge_index, view.num_nodes))
+                graph, sampler, norm.alpha, norm.node_prob, view.edge_index, view.num_nodes)
         return self._topologies[key]
 
     def subgraph(self, view: HostView, iteration: int) -> Subgraph:
@@ -167,18 +206,26 @@ class FerasHost(PartyLogic):
         return Routed({AGGREGATOR: {"nodes": nodes.clone(), "seen": nodes[local].clone(),
                                     "embeddings": emb}})
 
+    def _first_layer(self, ctx: PartyContext, iteration: int) -> _FirstLayer:
+        view: HostView = ctx.data
+        topo = self.topology(view)
+        sub = self.subgraph(view, iteration)
+        params = {k: v.clone().requires_grad_() for k, v in ctx.state["params"].items()}
+        adj = gcn.subgraph_adjacency(sub, topo.graph.degree, topo.alpha)
+        gen = self._dropout_generator(ctx, iteration)
+        h1 = model.first_layer(params, adj, self._features(view, sub.nodes),
+                               self.cfg.feature_dropout, gen)
+        return _FirstLayer(iteration, ctx.state["params"], sub, adj, params, h1, gen)
+
     @step(EMBED, broadcast=True)
     def embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
         view: HostView = ctx.data
         self._no_weights(ctx)
-        t = int(payload["iteration"])
-        sub = self.subgraph(view, t)
-        adj = gcn.subgraph_adjacency(sub, self.topology(view).graph.degree,
-                                     self.topology(view).alpha)
-        with torch.no_grad():
-            h1 = model.first_layer(ctx.state["params"], adj, self._features(view, sub.nodes),
-                                   self.cfg.feature_dropout, self._dropout_generator(ctx, t))
-        return self._upload(ctx, sub.nodes, view.visible_mask()[sub.nodes.numpy()], h1, t)
+        first = self._first_layer(ctx, int(payload["iteration"]))
+        self._pending[ctx.party] = first
+        nodes = first.sub.nodes
+        return self._upload(ctx, nodes, view.visible_mask()[nodes.numpy()], first.h1,
+                            first.iteration)
 
     @step(TRAIN, broadcast=True)
     def train(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -186,17 +233,15 @@ class FerasHost(PartyLogic):
         self._no_weights(ctx)
         t = int(payload["iteration"])
         topo = self.topology(view)
-        sub = self.subgraph(view, t)
-        nodes = sub.nodes
-        params = {k: v.clone().requires_grad_() for k, v in ctx.state["params"].items()}
+        first = self._pending.pop(ctx.party, None)
+        if first is None or first.iteration != t or first.source is not ctx.state["params"]:
+            first = self._first_layer(ctx, t)  # embed ran elsewhere, or not at all (baselines)
+        nodes, params, adj = first.sub.nodes, first.params, first.adj
         opt = self._optimizer(params)
         if ctx.state["adam"] is not None:
             opt.load_state_dict(ctx.state["adam"])
-        adj = gcn.subgraph_adjacency(sub, topo.graph.degree, topo.alpha)
-        gen = self._dropout_generator(ctx, t)  # the masks of ``embed``, then fresh ones
-        h1 = model.first_layer(params, adj, self._features(view, nodes),
-                               self.cfg.feature_dropout, gen)
-        z = model.rest(params, adj, self._shared(ctx, h1, nodes), self.cfg.feature_dropout, gen)
+        z = model.rest(params, adj, self._shared(ctx, first.h1, nodes), self.cfg.feature_dropout,
+                       first.generator)
         local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
         labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
         n_train = int(view.train_mask_visible.sum())
@@ -206,7 +251,7 @@ class FerasHost(PartyLogic):
             opt.zero_grad()
             (losses * weight.float()).sum().backward()
             opt.step()
-            ctx.state["adam"] = copy.deepcopy(opt.state_dict())
+            ctx.state["adam"] = _snapshot(opt)
         ctx.state["params"] = {k: v.detach() for k, v in params.items()}
         reply = {"loss": float(losses.detach().sum()), "n": len(local)}
         if not payload["share_weights"]:

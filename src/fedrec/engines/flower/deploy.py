@@ -406,16 +406,20 @@ def deploy(
             if dep.serverapp_gone() and not (out / "results.json").is_file():
                 gone_since = gone_since or time.monotonic()
                 if time.monotonic() - gone_since > 3 and not (out / "error.txt").is_file():
-                    logs = subprocess.run(
-                        [str(bindir / "flwr"), "log", str(run_id), CONNECTION, "--show"],
-                        env=env, cwd=work, capture_output=True, text=True, timeout=60)
+                    try:
+                        logs = subprocess.run(
+                            [str(bindir / "flwr"), "log", str(run_id), CONNECTION, "--show"],
+                            env=env, cwd=work, capture_output=True, text=True, timeout=60)
+                        flwr_log = logs.stdout + logs.stderr
+                    except subprocess.TimeoutExpired:  # still a DeployError, with our logs
+                        flwr_log = "(flwr log did not answer within 60 s)"
                     server_log = out / "server.log"
                     if not server_log.is_file():
                         ours = "(none: it ended before fedrec's server code started)"
                     elif not (ours := server_log.read_text()[-2000:].rstrip()):
                         ours = "(empty: fedrec's server code started and logged nothing)"
                     raise DeployError("the ServerApp ended without results:\n"
-                                      + (logs.stdout + logs.stderr)[-4000:]
+                                      + flwr_log[-4000:]
                                       + f"\n--- its server.log\n{ours}")
             if (out / "error.txt").is_file():
                 raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
