@@ -13,9 +13,9 @@ missing, a wrong neighbour or noise draw changes the metrics at 1e-3 and more). 
 compared exactly (==): each client's step is its own computation, every upload is a sum of
 fixed-point ring elements (secure or plain), exact whatever the order, and the server decodes
 and updates its tables once from that sum, so the SuperNodes' split changes nothing.
-Fedavg-gcn and
-feras (hosts on client SuperNodes, feras's aggregation server on a service SuperNode) are
-compared exactly: each host's step is its own computation, and the server and the AS combine
+The fedavg-gcn
+and feras runs (hosts on client SuperNodes, feras's aggregation server on a service SuperNode)
+are compared exactly: each host's step is its own computation, and the server and the AS combine
 the hosts' messages in the simulator's order.
 """
 
