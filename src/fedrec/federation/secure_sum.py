@@ -86,6 +86,7 @@ __all__ = [
     "run_secure_sum",
     "secure_sum_config",
     "secure_sum_request",
+    "sum_cohort",
     "threshold_count",
     "validate_secure_sum_options",
     "variant_of",
@@ -290,6 +291,31 @@ class SecureSumResult:
     advertised: list[int]
     survivors: list[int]
     dropped: list[int]
+
+
+def sum_cohort(rt: Runtime, replies: Mapping[PartyId, Payload], config: SecAggConfig, *,
+               secure: bool) -> tuple[np.ndarray, int]:
+    """The decoded sum of a cohort's dense uploads and how many are in it.
+
+    ``secure``: the replies are the step-1 adverts and :func:`run_secure_sum` sums the masked
+    inputs. Otherwise each reply's ``"x"`` is the input already clipped and fixed-point encoded
+    by ``config.encoder`` (what the secure sum would mask), summed in the ring and decoded: the
+    same total bit for bit, for runs that leave the masking out (the ledger then counts the
+    plain messages). A missing, mistyped or mis-sized upload is a :class:`ProtocolError`."""
+    if secure:
+        result = run_secure_sum(rt, replies, config)
+        return result.total, len(result.survivors)
+    if not replies:
+        raise ProtocolError(f"round {rt.round}: no upload arrived")
+    enc, size = config.encoder, config.dim
+    total = np.zeros(size, dtype=enc.dtype)
+    for party, reply in replies.items():
+        x = reply.get("x")
+        if not isinstance(x, np.ndarray) or x.dtype != enc.dtype or x.shape != (size,):
+            raise ProtocolError(f"{party}: upload is not a {enc.dtype.__name__} vector of "
+                                f"length {size}")
+        np.add(total, x, out=total)
+    return enc.decode(enc.reduce(total)), len(replies)
 
 
 def run_secure_sum(rt: Runtime, advertised: Mapping[PartyId, Payload],

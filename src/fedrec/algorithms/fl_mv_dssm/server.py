@@ -17,14 +17,13 @@ from fedrec.algorithms.fl_mv_dssm.view import init_user_model, view_id
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
-from fedrec.errors import ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, sample_cohort
 from fedrec.federation.secure_sum import (
     protection_text,
-    run_secure_sum,
     secure_sum_config,
     secure_sum_request,
+    sum_cohort,
     variant_of,
 )
 from fedrec.models import dssm
@@ -85,20 +84,7 @@ class FLMVDSSMServer(ServerLogic):
         size = self.upload_size
         sa = secure_sum_config(size, cohort, cfg.secagg_threshold, cfg.secagg_clip,
                                cfg.secagg_bits, **variant_of(cfg))
-        if cfg.secure_aggregation:
-            result = run_secure_sum(rt, replies, sa)
-            return result.total, len(result.survivors)
-        if not replies:
-            raise ProtocolError(f"round {rt.round}: no device upload arrived")
-        enc = sa.encoder
-        total = np.zeros(size, dtype=enc.dtype)
-        for c, r in replies.items():
-            x = r.get("x")
-            if not isinstance(x, np.ndarray) or x.dtype != enc.dtype or x.shape != (size,):
-                raise ProtocolError(f"device {c}: upload is not a {enc.dtype.__name__} vector "
-                                    f"of length {size}")
-            np.add(total, x, out=total)
-        return enc.decode(enc.reduce(total)), len(replies)
+        return sum_cohort(rt, replies, sa, secure=cfg.secure_aggregation)
 
     def view_ids(self, devices: list[PartyId]) -> list[str]:
         return [view_id(int(d), n) for d in devices for n in self.cfg.views]
