@@ -13,9 +13,19 @@ import torch
 from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
 from fedrec.algorithms.fedavg_gcn import FedAvgGCNConfig, build_fedavg_gcn_job
 from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.feras import FerasConfig, build_feras_job
+from fedrec.algorithms.feras.steps import AVERAGE_EMBEDDINGS, EMBED, EVAL_EMBED
 from fedrec.config import build_config
-from fedrec.data import InteractionDataset, Interactions, RatingDataset, partition_by_user
+from fedrec.data import (
+    HostView,
+    InteractionDataset,
+    Interactions,
+    RatingDataset,
+    assign_private_nodes,
+    partition_by_user,
+)
 from fedrec.federation import InProcessRuntime, decode, encode, role_of
+from fedrec.federation.message import AGGREGATOR
 from fedrec.federation.secrets import ClientSecrets
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
@@ -313,3 +323,130 @@ def test_fl_mv_dssm_changing_one_view_changes_only_its_messages(ml100k: RatingDa
     assert view_id(target, "demographics") in same
     for sender in same:
         assert before[sender] == after[sender], sender
+
+
+
+Wire = tuple[object, object, str, bytes]  # (sender, receiver, step, payload's wire bytes)
+
+
+def _feras_messages(graph, cfg: FerasConfig) -> tuple[list[Wire], dict]:
+    """An evaluation, then round 1, of feras on ``graph``: every delivered message in order,
+    and the job's parties by id."""
+    job = build_feras_job(cfg, graph, torch.device("cpu"))
+    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
+                          client_secrets=ClientSecrets(bytes(range(32))))
+    seen: list[Wire] = []
+    rt.observers.append(lambda m: seen.append((m.sender, m.receiver, m.step, encode(m.payload))))
+    rt.begin_round(1)
+    job.server.evaluate(rt, "valid")
+    job.server.run_round(rt, 1)
+    return seen, {p.id: p for p in job.parties}
+
+
+def _first_exchange(msgs: list[Wire], step: str, hosts: list[str]) -> tuple[dict, dict]:
+    """The index of each host's first ``step`` upload to the AS, and of the AS's first answer
+    (``average_embeddings``) to each host after the first of these uploads."""
+    ups: dict[str, int] = {}
+    for i, (sender, receiver, s, _) in enumerate(msgs):
+        if s == step and receiver == AGGREGATOR:
+            ups.setdefault(sender, i)
+    answers: dict[str, int] = {}
+    for i in range(min(ups.values()), len(msgs)):
+        sender, receiver, s, _ = msgs[i]
+        if s == AVERAGE_EMBEDDINGS and sender == AGGREGATOR:
+            answers.setdefault(receiver, i)
+    assert sorted(ups) == sorted(answers) == hosts
+    return ups, answers
+
+
+
+def _private_changed(graph, owner: np.ndarray, host: int):
+    """``graph`` with the attributes and labels of ``host``'s private nodes changed."""
+    mine = owner == host
+    x = graph.x.copy()
+    x[mine] = 1.0 - x[mine]
+    y = graph.y.copy()
+    y[mine] = (y[mine] + 1) % graph.num_classes
+    return dataclasses.replace(graph, x=x, y=y)
+
+
+def _assert_only_host_differs_until_the_as_answers(
+        before: list[Wire], after: list[Wire], target: str, hosts: list[str],
+        visible: np.ndarray) -> None:
+    """The first exchange and causality checks of the test below, for one changed host."""
+    assert [m[:3] for m in before] == [m[:3] for m in after]
+    others = [h for h in hosts if h != target]
+    for step in (EVAL_EMBED, EMBED):
+        ups, answers = _first_exchange(before, step, hosts)
+        assert before[ups[target]] != after[ups[target]], step  # the check can fail
+        for h in others:
+            assert before[ups[h]] == after[ups[h]], (step, target, h)
+        target_seen = np.asarray(decode(before[ups[target]][3])["seen"])
+        assert visible[target_seen].all()  # it uploads embeddings of nodes it sees only
+        for h, i in answers.items():
+            b, a = decode(before[i][3]), decode(after[i][3])
+            assert np.array_equal(b["nodes"], a["nodes"]), (step, target, h)
+            not_its = ~np.isin(np.asarray(b["nodes"]), target_seen)
+            assert not_its.any() or h == target  # its own answer may hold its nodes only
+            assert np.asarray(b["embeddings"])[not_its].tobytes() == \
+                np.asarray(a["embeddings"])[not_its].tobytes(), (step, target, h)
+    # Causality: a party's message differs only after one it received did.
+    received_changed: dict[object, bool] = {}
+    propagated = set()
+    for b, a in zip(before, after, strict=True):
+        sender, receiver = b[0], b[1]
+        if b != a and sender != target:
+            assert received_changed.get(sender), (target, sender, receiver, b[2])
+            propagated.add(sender)
+        if b != a:
+            received_changed[receiver] = True
+    assert {*others, AGGREGATOR} <= propagated  # the averages carry it on, as messages
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
+def test_feras_only_the_changed_host_differs_until_the_as_answers(cora, schedule: str) -> None:
+    """Each host in turn gets other attributes and labels on its private nodes (which it alone
+    sees); call it the target.
+
+    Bit-identical: every other host's uploads of the first exchange (its full-graph
+    ``eval_embed``, then its iteration-1 ``embed``: computed from its own view, the public
+    topology and sampler and its initial weights, before anything from the AS arrived), and
+    in the AS's answers to that exchange the node ids and every row of a node the target did
+    not upload (the AS averages the uploads of the hosts that see the node). Beyond that, a
+    message of any party but the target (other hosts, the AS, the orchestrator) may differ
+    only after one it received differed: the target's embeddings enter the AS's averages (in
+    the sequential schedule its table carries them on to later iterations) and its weights
+    the averaged weights, messages of the protocol. The evaluation's averages leave no trace
+    (no host keeps them, the AS does not persist them), so iteration 1 starts from the same
+    states; the changed labels reach no one before the averaged weights. That the AS never
+    receives an attribute or a label is ``test_the_as_receives_no_attribute_or_label`` in
+    ``tests/algorithms/test_feras.py``."""
+    hosts = ["host-0", "host-1", "host-2"]
+    cfg = build_config(FerasConfig, "feras", "cora", overrides={
+        "num_hosts": len(hosts), "private_fraction": 0.5, "schedule": schedule,
+        "presample": 20, "iterations_per_round": 2, "weight_every": 2})
+    owner = assign_private_nodes(cora.num_nodes, len(hosts), 0.5, cfg.seed)
+    before, parties_before = _feras_messages(cora, cfg)
+    for t, target in enumerate(hosts):
+        changed = _private_changed(cora, owner, t)
+        after, parties_after = _feras_messages(changed, cfg)
+        visible = (owner == -1) | (owner == t)
+        _assert_only_host_differs_until_the_as_answers(before, after, target, hosts, visible)
+        # The parties' data: each host its view (its visible nodes' attributes and labels, zero
+        # elsewhere: no other host's private node); only the target's changed; the AS has none.
+        for parties in (parties_before, parties_after):
+            assert parties[AGGREGATOR].data is None
+        for h, host in enumerate(hosts):
+            views = [parties_before[host].data, parties_after[host].data]
+            visible = (owner == -1) | (owner == h)
+            for view, graph in zip(views, (cora, changed), strict=True):
+                assert isinstance(view, HostView) and view.host == h
+                assert np.array_equal(view.visible_ids, np.flatnonzero(visible))
+                feats, labels = view.features(), view.labels()
+                assert np.array_equal(feats[visible], graph.x[visible])
+                assert np.array_equal(labels[visible], graph.y[visible])
+                assert not feats[~visible].any() and not labels[~visible].any()
+                assert not np.shares_memory(view.x_visible, graph.x)
+            same = all(np.array_equal(getattr(views[0], f), getattr(views[1], f))
+                       for f in ("x_visible", "y_visible"))
+            assert same == (host != target), (target, host)
