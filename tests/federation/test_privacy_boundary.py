@@ -13,9 +13,10 @@ import torch
 from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
 from fedrec.algorithms.fedavg_gcn import FedAvgGCNConfig, build_fedavg_gcn_job
 from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
-from fedrec.algorithms.feras import FerasConfig, build_feras_job
+from fedrec.algorithms.feras import FerasAggregator, FerasConfig, build_feras_job
 from fedrec.algorithms.feras.steps import AVERAGE_EMBEDDINGS, EMBED, EVAL_EMBED
 from fedrec.config import build_config
+from fedrec.core.codec import Payload
 from fedrec.data import (
     HostView,
     InteractionDataset,
@@ -26,6 +27,7 @@ from fedrec.data import (
 )
 from fedrec.federation import InProcessRuntime, decode, encode, role_of
 from fedrec.federation.message import AGGREGATOR
+from fedrec.federation.runtime import PartyContext, Routed
 from fedrec.federation.secrets import ClientSecrets
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
@@ -329,18 +331,48 @@ def test_fl_mv_dssm_changing_one_view_changes_only_its_messages(ml100k: RatingDa
 Wire = tuple[object, object, str, bytes]  # (sender, receiver, step, payload's wire bytes)
 
 
-def _feras_messages(graph, cfg: FerasConfig) -> tuple[list[Wire], dict]:
-    """An evaluation, then round 1, of feras on ``graph``: every delivered message in order,
-    and the job's parties by id."""
+def _feras_messages(graph, cfg: FerasConfig, aggregator: FerasAggregator | None = None
+                    ) -> tuple[list[Wire], dict]:
+    """An evaluation, round 1, another evaluation of feras on ``graph`` (with ``aggregator`` as
+    the AS's logic if given): every delivered message in order, and the parties by id."""
     job = build_feras_job(cfg, graph, torch.device("cpu"))
-    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
+    parties = [dataclasses.replace(p, logic=aggregator) if aggregator and p.id == AGGREGATOR
+               else p for p in job.parties]
+    rt = InProcessRuntime(parties=parties, seed=cfg.seed,
                           client_secrets=ClientSecrets(bytes(range(32))))
     seen: list[Wire] = []
     rt.observers.append(lambda m: seen.append((m.sender, m.receiver, m.step, encode(m.payload))))
     rt.begin_round(1)
     job.server.evaluate(rt, "valid")
     job.server.run_round(rt, 1)
-    return seen, {p.id: p for p in job.parties}
+    job.server.evaluate(rt, "test")  # on the averaged weights
+    return seen, {p.id: p for p in parties}
+
+
+class _ReplayedAS(FerasAggregator):
+    """The AS, answering every host but ``target`` with what the AS of ``recorded`` sent it
+    (in order) instead of its own averages: what those hosts receive is held fixed."""
+
+    def __init__(self, cfg: FerasConfig, num_nodes: int, recorded: list[Wire],
+                 target: str) -> None:
+        super().__init__(num_nodes, cfg.hidden)
+        self.target = target
+        self.queues: dict[object, list[dict]] = {}
+        for sender, receiver, _, wire in recorded:
+            if sender == AGGREGATOR and receiver != target:
+                # Writable copies: torch takes arrays that own their memory without a warning.
+                self.queues.setdefault(receiver, []).append(
+                    {k: np.array(v) for k, v in decode(wire).items()})
+
+    def _replay(self, routed: Routed) -> Routed:
+        return Routed({h: p if h == self.target else self.queues[h].pop(0)
+                       for h, p in routed.to.items()})
+
+    def average_embeddings(self, ctx: PartyContext, payload: Payload) -> Routed:
+        return self._replay(super().average_embeddings(ctx, payload))
+
+    def average_weights(self, ctx: PartyContext, payload: Payload) -> Routed:
+        return self._replay(super().average_weights(ctx, payload))
 
 
 def _first_exchange(msgs: list[Wire], step: str, hosts: list[str]) -> tuple[dict, dict]:
@@ -404,34 +436,45 @@ def _assert_only_host_differs_until_the_as_answers(
 
 
 @pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
-def test_feras_only_the_changed_host_differs_until_the_as_answers(cora, schedule: str) -> None:
-    """Each host in turn gets other attributes and labels on its private nodes (which it alone
-    sees); call it the target.
+def test_feras_a_hosts_private_data_reaches_the_others_only_through_the_as(
+        cora, schedule: str) -> None:
+    """A target host's private nodes (which it alone sees) get other attributes and labels.
 
-    Bit-identical: every other host's uploads of the first exchange (its full-graph
-    ``eval_embed``, then its iteration-1 ``embed``: computed from its own view, the public
-    topology and sampler and its initial weights, before anything from the AS arrived), and
-    in the AS's answers to that exchange the node ids and every row of a node the target did
-    not upload (the AS averages the uploads of the hosts that see the node). Beyond that, a
-    message of any party but the target (other hosts, the AS, the orchestrator) may differ
-    only after one it received differed: the target's embeddings enter the AS's averages (in
-    the sequential schedule its table carries them on to later iterations) and its weights
-    the averaged weights, messages of the protocol. The evaluation's averages leave no trace
-    (no host keeps them, the AS does not persist them), so iteration 1 starts from the same
-    states; the changed labels reach no one before the averaged weights. That the AS never
-    receives an attribute or a label is ``test_the_as_receives_no_attribute_or_label`` in
-    ``tests/algorithms/test_feras.py``."""
+    In the protocol as it runs (target host 1), bit-identical: every other host's uploads of
+    the first exchange (its full-graph ``eval_embed``, then its iteration-1 ``embed``, computed
+    from its own view, the public topology and sampler and its initial weights before anything
+    from the AS arrived), and in the AS's answers to that exchange the node ids and every row
+    of a node the target did not upload (the AS averages the uploads of the hosts that see the
+    node). Beyond that a message of any party but the target (other hosts, the AS, the
+    orchestrator) may differ, but only after one it received differed: the target's embeddings
+    enter the AS's averages (in the sequential schedule its table carries them on to later
+    iterations) and its weights the averaged weights, messages of the protocol.
+
+    With the AS's answers to the other hosts replaced by the unchanged run's (every host in turn
+    the target), every message the other hosts send in the whole run (two evaluations, two
+    iterations, the weight average) is bit-identical: a host's messages are a function of its
+    own data and its inbox only (the evaluation's averages leave no trace: no host keeps them,
+    the AS does not persist them). That the AS never receives an attribute or a label is
+    ``test_the_as_receives_no_attribute_or_label`` in ``tests/algorithms/test_feras.py``."""
     hosts = ["host-0", "host-1", "host-2"]
     cfg = build_config(FerasConfig, "feras", "cora", overrides={
         "num_hosts": len(hosts), "private_fraction": 0.5, "schedule": schedule,
         "presample": 20, "iterations_per_round": 2, "weight_every": 2})
     owner = assign_private_nodes(cora.num_nodes, len(hosts), 0.5, cfg.seed)
     before, parties_before = _feras_messages(cora, cfg)
+    after, _ = _feras_messages(_private_changed(cora, owner, 1), cfg)
+    _assert_only_host_differs_until_the_as_answers(before, after, "host-1", hosts,
+                                                   (owner == -1) | (owner == 1))
     for t, target in enumerate(hosts):
         changed = _private_changed(cora, owner, t)
-        after, parties_after = _feras_messages(changed, cfg)
-        visible = (owner == -1) | (owner == t)
-        _assert_only_host_differs_until_the_as_answers(before, after, target, hosts, visible)
+        replayed, parties_after = _feras_messages(
+            changed, cfg, _ReplayedAS(cfg, cora.num_nodes, before, target))
+        assert [m[:3] for m in replayed] == [m[:3] for m in before]
+        for b, r in zip(before, replayed, strict=True):
+            if b[0] == target and b[1] == AGGREGATOR:
+                assert b != r, b[:3]  # each of the target's uploads: the check can fail
+            elif b[0] in hosts and b[0] != target:
+                assert b == r, (target, b[:3])
         # The parties' data: each host its view (its visible nodes' attributes and labels, zero
         # elsewhere: no other host's private node); only the target's changed; the AS has none.
         for parties in (parties_before, parties_after):
