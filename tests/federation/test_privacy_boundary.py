@@ -391,7 +391,6 @@ def _first_exchange(msgs: list[Wire], step: str, hosts: list[str]) -> tuple[dict
     return ups, answers
 
 
-
 def _private_changed(graph, owner: np.ndarray, host: int):
     """``graph`` with the attributes and labels of ``host``'s private nodes changed."""
     mine = owner == host
