@@ -16,9 +16,8 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.fl_mv_dssm import multiview_of
-from fedrec.algorithms.fl_mv_dssm.attack import malicious_view_attack
+from fedrec.algorithms.fl_mv_dssm.attack import attack_table_markdown, attack_table_rows
 from fedrec.data import load_dataset
-from fedrec.federation.secrets import ClientSecrets
 
 
 def main() -> None:
@@ -31,17 +30,10 @@ def main() -> None:
     torch.set_num_threads(1)
     mv = multiview_of(resolve_config("fl-mv-dssm", "ml-100k"),
                       load_dataset("ml-100k", args.data_dir))
-    print("| sigma | C | attacked (round, device) | cosine mean | cosine min | label AUC | "
-          f"epsilon ({args.rounds} round(s)) | epsilon (T = 100) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for sigma in args.sigmas:
-        cfg = resolve_config("fl-mv-dssm", "ml-100k", overrides={
-            "noise_multiplier": sigma, "secure_aggregation": False,
-            "clients_per_round": args.devices})
-        r = malicious_view_attack(cfg, mv, "demographics", args.rounds, ClientSecrets(bytes(32)))
-        print(f"| {sigma:g} | {r['clip']:g} | {r['attacked']:.0f} | {r['cosine_mean']:.4f} | "
-              f"{r['cosine_min']:.4f} | {r['label_auc_mean']:.3f} | {r['epsilon_rounds']:.2f} | "
-              f"{r['epsilon_T100']:.2f} |")
+    rows = attack_table_rows(
+        mv, lambda ov: resolve_config("fl-mv-dssm", "ml-100k", overrides=ov), args.sigmas,
+        args.devices, args.rounds)
+    print(attack_table_markdown(rows), end="")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ each view for those rounds and for the paper's ``T = 100``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -76,3 +77,35 @@ def malicious_view_attack(cfg: FLMVDSSMConfig, mv: MultiViewData, malicious: str
             "epsilon_T100": gaussian_epsilon([(sigma, 100)], cfg.delta) if sigma > 0
             else float("inf"), "delta": cfg.delta,
             "label_auc_per_device": np.array([r["label_auc"] for r in attack.results])}
+
+
+#: The columns of :func:`attack_table_rows`' rows, in the order :func:`attack_table_markdown`
+#: prints them.
+ATTACK_TABLE_HEADERS = ("sigma", "C", "attacked (round, device)", "cosine mean", "cosine min",
+                        "label AUC", "epsilon (R round(s))", "epsilon (T = 100)")
+
+
+def attack_table_rows(mv: MultiViewData, config_of: Any, sigmas: Sequence[float],
+                      devices: int, rounds: int = 1, malicious: str = "demographics",
+                      secret: bytes = bytes(32)) -> list[dict[str, Any]]:
+    """:func:`malicious_view_attack` for each noise multiplier in ``sigmas``, ``devices``
+    devices a round and the plain sum, each from fresh secrets of key ``secret`` (so a row does
+    not depend on the rows before it); ``config_of(overrides)`` resolves the run's config."""
+    out = []
+    for sigma in sigmas:
+        cfg = config_of({"noise_multiplier": sigma, "secure_aggregation": False,
+                         "clients_per_round": devices})
+        out.append(malicious_view_attack(cfg, mv, malicious, rounds,
+                                         ClientSecrets(secret)))
+    return out
+
+
+def attack_table_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """``rows`` of :func:`attack_table_rows` as a markdown table."""
+    rounds = rows[0]["rounds"] if rows else 1
+    head = [h.replace("R round", f"{rounds} round") for h in ATTACK_TABLE_HEADERS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += [f"| {r['noise_multiplier']:g} | {r['clip']:g} | {r['attacked']:.0f} | "
+              f"{r['cosine_mean']:.4f} | {r['cosine_min']:.4f} | {r['label_auc_mean']:.3f} | "
+              f"{r['epsilon_rounds']:.2f} | {r['epsilon_T100']:.2f} |" for r in rows]
+    return "\n".join(lines) + "\n"
