@@ -19,6 +19,7 @@ REPRODUCTIONS: dict[str, str] = {
     "fedgnn": "fedrec.reproduce.fedgnn",
     "fedgrec": "fedrec.reproduce.fedgrec",
     "feras": "fedrec.reproduce.feras",
+    "fl-mv-dssm": "fedrec.reproduce.fl_mv_dssm",
     "ptf-fedrec": "fedrec.reproduce.ptf_fedrec",
 }
 

@@ -1,0 +1,58 @@
+"""``fedrec reproduce fl-mv-dssm --quick`` on real ML-100K: tables, Fig. 2, privacy table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fedrec.cli.main import main
+from fedrec.reproduce import REPRODUCTIONS
+from fedrec.reproduce.fl_mv_dssm import COLD_STARTS, NOISE_OFF, VARIANTS, plan, variant_rows
+
+
+def test_plan_covers_every_table_and_quick_is_the_same_settings_in_fewer_rounds() -> None:
+    assert REPRODUCTIONS["fl-mv-dssm"] == "fedrec.reproduce.fl_mv_dssm"
+    full = {s.key: s for s in plan(3, quick=False)}
+    quick = {s.key: s for s in plan(1, quick=True)}
+    assert {f"cold/{c}" for c in COLD_STARTS} <= set(full)
+    for key, _, ov in VARIANTS:  # each variant with the paper's sigma 1 and with noise off
+        assert full[f"variant/{key}/sigma-1"].overrides == {"secure_aggregation": False, **ov}
+        assert full[f"variant/{key}/noise-off"].overrides == {"secure_aggregation": False,
+                                                              **ov, **NOISE_OFF}
+    assert full["variant/semi/sigma-1"].overrides["aggregate_user_sub_model"] is False
+    assert full["variant/fl-dssm-svd/sigma-1"].overrides["views"] == ["svd"]
+    assert full["variant/fcf"].algorithm == "fcf"
+    assert full["variant/fcf"].overrides == {"implicit": "per-user", "topk": 10}
+    assert full["cold/items"].overrides["cold_start"] == "items"
+    assert all(s.seeds == (0, 1, 2) for s in full.values())
+    assert set(quick) < set(full)
+    assert len(variant_rows(quick=True)) < len(variant_rows(quick=False))
+    for key, spec in quick.items():
+        assert spec.overrides.items() >= full[key].overrides.items(), key
+        assert spec.overrides["rounds"] == 1 and spec.seeds == (0,)
+        assert spec.overrides["clients_per_round"] <= 32
+
+
+@pytest.mark.slow  # a whole quick reproduction (9 runs, 2 centralized epochs, 2 attacks)
+def test_quick_writes_tables_fig2_and_privacy(tmp_path: Path, data_root: Path, ml100k,
+                                              one_thread_module) -> None:
+    rc = main(["--data-dir", str(data_root), "reproduce", "fl-mv-dssm", "--quick", "--out",
+               str(tmp_path), "--threads", "1", "--quiet"])
+    assert rc == 0
+    text = (tmp_path / "README.md").read_text()
+    measured = r"\d\.\d{4} ± \d\.\d{4} \(1\)"
+    for c in COLD_STARTS:
+        assert re.search(rf"^\| FL-MV-DSSM, cold {c} .*(\| {measured} ){{4}}\|$", text, re.M), c
+        assert re.search(rf"^\| most popular, cold {c} \(fallback", text, re.M), c
+    for _, label, _ in variant_rows(quick=True):
+        assert re.search(rf"^\| {re.escape(label)} (\| {measured} ){{4}}\|", text, re.M), label
+    assert re.search(rf"^\| {re.escape('FL-MV-DSSM, sigma 1')} .*\| \d+\.\d\d ± ", text, re.M)
+    for view in ("demographics", "svd"):  # centralized DSSM: Precision/Recall/NDCG, no AUC
+        assert re.search(rf"^\| centralized DSSM \({view};.*(\| {measured} ){{3}}", text, re.M)
+    assert re.search(rf"^\| FCF .*\| {measured} ", text, re.M)
+    attack = text.split("## Privacy", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"^\| 0 \| 0\.1 \| \d+ \| ", attack, re.M)
+    assert re.search(r"^\| 1 \| 0\.1 \| \d+ \| ", attack, re.M)
+    assert (tmp_path / "fig2.png").read_bytes()[:4] == b"\x89PNG"
