@@ -92,10 +92,16 @@ def _config(overrides: dict[str, Any]) -> Any:
     return resolve_config("fl-mv-dssm", DATASET, overrides=overrides)
 
 
+_MULTIVIEWS: dict[str, Any] = {}  # built once per (overrides, data) in a process: ~7 s each
+
+
 def _multiview(overrides: dict[str, Any], data_dir: str | Path | None) -> Any:
     from fedrec.algorithms.fl_mv_dssm import multiview_of
 
-    return multiview_of(_config(overrides), load_dataset(DATASET, data_dir))
+    key = json.dumps([overrides, str(data_dir)], sort_keys=True)
+    if key not in _MULTIVIEWS:
+        _MULTIVIEWS[key] = multiview_of(_config(overrides), load_dataset(DATASET, data_dir))
+    return _MULTIVIEWS[key]
 
 
 def most_popular(overrides: dict[str, Any], data_dir: str | Path | None) -> dict[str, float]:
@@ -105,10 +111,11 @@ def most_popular(overrides: dict[str, Any], data_dir: str | Path | None) -> dict
     return most_popular_metrics(_multiview(overrides, data_dir), 10)
 
 
-def central_dssm(out: Path, view: str, seed: int, quick: bool,
-                 data_dir: str | Path | None) -> dict[str, Any]:
+def central_dssm(out: Path, view: str, seed: int, quick: bool, data_dir: str | Path | None,
+                 train: bool = True) -> dict[str, Any] | None:
     """Centralized DSSM on ``view`` (trained here; cached in ``OUT/central/``): each epoch's
-    validation and test metrics and the test metrics at the best validation Recall@10."""
+    validation and test metrics and the test metrics at the best validation Recall@10.
+    ``train=False``: only the cached result (None if there is none)."""
     from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
 
     opts = QUICK_CENTRAL if quick else {"epochs": CENTRAL_EPOCHS, "batch": None}
@@ -117,8 +124,11 @@ def central_dssm(out: Path, view: str, seed: int, quick: bool,
         stored = json.loads(path.read_text())
         if stored.get("options") == opts:
             return stored  # type: ignore[no-any-return]
-    cfg = _config({"seed": seed})
-    model = CentralDSSM(cfg, _multiview({"seed": seed}, data_dir), view, batch=opts["batch"])
+    if not train:
+        return None
+    # The split does not depend on the run's seed (split_seed does): one multi-view build.
+    model = CentralDSSM(_config({"seed": seed}), _multiview({}, data_dir), view,
+                        batch=opts["batch"])
     history = []
     for epoch in range(1, int(opts["epochs"]) + 1):
         loss = model.fit_epoch()
@@ -238,8 +248,9 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
     specs = plan(seeds, quick)
     res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
                   run_missing=run_missing)
-    central = {view: [central_dssm(out, view, seed, quick, data_dir) for seed in range(seeds)]
-               for view in VIEWS} if run_missing else {}
+    central = {view: [r for seed in range(seeds)
+                      if (r := central_dssm(out, view, seed, quick, data_dir, run_missing))]
+               for view in VIEWS}
     attack: list[dict[str, Any]] = []
     if run_missing:
         opts = QUICK_ATTACK if quick else {"sigmas": ATTACK_SIGMAS, "devices": ATTACK_DEVICES}
