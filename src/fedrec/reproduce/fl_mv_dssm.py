@@ -227,7 +227,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
     lines.append(f"## Privacy: the malicious view (view demographics reads the svd view's item "
                  f"update; {attack[0]['rounds'] if attack else 1} round(s), plain sum)\n")
-    lines.append(attack_table_markdown(attack) if attack else "not run\n")
+    lines.append(attack_table_markdown(attack) if attack
+                 else "not run (`--report-only` runs nothing)\n")
 
     lines.append("## Runs\n")
     lines.append(markdown_table(["key", "command", "status"], [
