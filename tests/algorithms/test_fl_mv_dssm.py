@@ -16,14 +16,15 @@ from fedrec.algorithms.fl_mv_dssm import (
     build_job_from_multiview,
     local_secure_aggregate,
     multiview_of,
+    reuse_multiviews,
     training_accountant,
 )
 from fedrec.algorithms.fl_mv_dssm.device import DeviceData
 from fedrec.algorithms.fl_mv_dssm.server import gaussian_epsilon
-from fedrec.algorithms.fl_mv_dssm.steps import LOCAL_AGGREGATE, VIEW_TRAIN
+from fedrec.algorithms.fl_mv_dssm.steps import LOCAL_AGGREGATE, VIEW_PREDICT, VIEW_TRAIN
 from fedrec.algorithms.fl_mv_dssm.view import ViewData, view_id
 from fedrec.data import RatingDataset
-from fedrec.data.multiview import MultiViewData
+from fedrec.data.multiview import MultiViewData, cold_start
 from fedrec.errors import ConfigError
 from fedrec.federation import InProcessRuntime
 from fedrec.federation.secrets import ClientSecrets
@@ -178,6 +179,7 @@ def test_privacy_report_with_both_mechanisms(mv: MultiViewData) -> None:
     ({"noise_multiplier": -0.5}, "noise_multiplier must be >= 0.0"),
     ({"predict_noise": -1.0}, "predict_noise must be >= 0.0"),
     ({"clip": 0.0}, "clip must be > 0.0"),
+    ({"eval_devices": -1}, "eval_devices must be >= 0"),
 ])
 def test_bad_options(overrides: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:
@@ -228,3 +230,62 @@ def test_centralized_dssm_per_view_learns_on_the_same_split(mv: MultiViewData) -
     assert central.evaluate("test")["Recall@10"] > 0.03
     with pytest.raises(ConfigError, match="view must be one of"):
         CentralDSSM(config(), mv, "ratings")
+
+
+def test_eval_devices_is_one_seeded_sample_that_leaves_training_alone(mv: MultiViewData) -> None:
+    cfg = config(clients_per_round=2, secure_aggregation=False, eval_devices=40)
+    evaluated = FederatedTrainer(build_job_from_multiview(cfg, mv), cfg, torch.device("cpu"),
+                                 SECRET)
+    plain = FederatedTrainer(build_job_from_multiview(cfg, mv), cfg, torch.device("cpu"),
+                             SECRET)
+    predicted: list[set[int]] = []
+    evaluated.runtime.observers.append(  # each view's probabilities, to its device
+        lambda m: m.step == VIEW_PREDICT and m.sender_role == "view"
+        and predicted[-1].add(int(m.receiver)))
+    evaluated.train_round(1)
+    plain.train_round(1)
+    for split in ("valid", "test"):
+        predicted.append(set())
+        assert evaluated.evaluate(split)["eval_clients"] <= 40
+    assert len(predicted[0]) == 40 and predicted[0] == predicted[1]  # the same devices
+    assert predicted[0] <= set(evaluated.runtime.client_ids)
+    evaluated.train_round(2)
+    plain.train_round(2)  # never evaluated: the same training draws all the same
+    for name, vec in plain.job.server.params.items():
+        assert torch.equal(vec, evaluated.job.server.params[name]), name
+    every = build_job_from_multiview(config(), mv)
+    rt = InProcessRuntime(parties=every.parties, seed=0, client_secrets=SECRET)
+    assert every.server.evaluated_devices(rt) == list(rt.client_ids)
+
+
+def test_reuse_multiviews_builds_each_split_once(ml100k: RatingDataset, mv: MultiViewData,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import fedrec.algorithms.fl_mv_dssm as package
+
+    builds = []
+    monkeypatch.setattr(package, "build_multiview", lambda *a: builds.append(a[1:]) or mv)
+    with reuse_multiviews():
+        assert multiview_of(config(), ml100k) is mv
+        cold = multiview_of(config(cold_start="items"), ml100k)  # re-split of the same build
+        assert len(builds) == 1
+        expected = cold_start(mv, "items", 0.1, 0)
+        for part in ("train", "valid", "test"):
+            assert np.array_equal(getattr(cold.task, part).items,
+                                  getattr(expected.task, part).items), part
+        multiview_of(config(split_seed=1), ml100k)  # another split: built
+        assert builds == [("random", 0.2, 0, 0.2), ("random", 0.2, 1, 0.2)]
+    multiview_of(config(), ml100k)  # outside the block: built anew
+    assert len(builds) == 3
+
+
+def test_centralized_dssm_epoch_cut_to_max_steps(mv: MultiViewData,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
+    from fedrec.models import dssm
+
+    steps = []
+    loss = dssm.softmax_loss
+    monkeypatch.setattr(dssm, "softmax_loss", lambda *a: steps.append(1) or loss(*a))
+    central = CentralDSSM(config(), mv, "svd", batch=512)
+    assert np.isfinite(central.fit_epoch(max_steps=3))
+    assert len(steps) == 3 and central.epochs == 1

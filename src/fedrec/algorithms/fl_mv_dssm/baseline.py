@@ -67,14 +67,15 @@ class CentralDSSM:
             bad = self.trained[users[:, None], negs]
         return negs
 
-    def fit_epoch(self) -> float:
-        """One epoch; the mean loss of its steps."""
+    def fit_epoch(self, max_steps: int | None = None) -> float:
+        """One epoch (``max_steps``: only its first that many steps, a shortened epoch for a
+        quick check); the mean loss of its steps."""
         cfg = self.cfg
         self.epochs += 1
         gen = torch_generator(cfg.seed, "dssm-central", self.view, self.epochs)
         order = self.pairs[torch.randperm(len(self.pairs), generator=gen)]
         losses = []
-        for batch in order.split(self.batch):
+        for batch in order.split(self.batch)[:max_steps]:
             users = batch[:, 0]
             cands = torch.cat([batch[:, 1:], self._negatives(users, gen)], dim=1)
             item = {k: v.detach().requires_grad_(True) for k, v in self.item.items()}

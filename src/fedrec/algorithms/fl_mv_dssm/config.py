@@ -54,6 +54,9 @@ class FLMVDSSMConfig(RunConfig):
                                        "units of their L2 sensitivity sqrt(2) (0: none)")
     delta: float = option(1e-5, "delta of the reported (epsilon, delta)")
     topk: int = option(10, "K of Precision/Recall/NDCG@K")
+    eval_devices: int = option(0, "devices evaluated: a sample of this many drawn once from "
+                                  "the run's seed, the same at every evaluation (0: every "
+                                  "device)")
     secure_aggregation: bool = option(True, "true: a secure sum across devices "
                                             "(secagg_variant); false: a plain sum of the same "
                                             "clipped, fixed-point uploads")
@@ -93,6 +96,7 @@ class FLMVDSSMConfig(RunConfig):
         check_range("predict_noise", self.predict_noise, 0.0)
         check_range("delta", self.delta, 0.0, 1.0, low_open=True)
         check_range("view_sample_size", self.view_sample_size, 0)
+        check_range("eval_devices", self.eval_devices, 0)
         if self.view_sample_size > len(self.views):
             raise ConfigError(f"view_sample_size (|B|) is {self.view_sample_size} but a device "
                               f"has {len(self.views)} views (N)")

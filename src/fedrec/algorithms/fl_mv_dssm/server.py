@@ -16,7 +16,7 @@ from fedrec.algorithms.fl_mv_dssm.steps import EVALUATE, LOCAL_AGGREGATE, VIEW_P
 from fedrec.algorithms.fl_mv_dssm.view import init_user_model, view_id
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
-from fedrec.core.rng import torch_generator
+from fedrec.core.rng import numpy_rng, torch_generator
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, sample_cohort
 from fedrec.federation.secure_sum import (
@@ -121,8 +121,20 @@ class FLMVDSSMServer(ServerLogic):
             step = self.cfg.server_lr * m_hat / (v_hat.sqrt() + ADAM_EPS)
             self.params[name] = (self.params[name].double() - step).float()
 
-    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
+    def evaluated_devices(self, rt: Runtime) -> list[PartyId]:
+        """Every device, or (``eval_devices``) a sample of that many drawn from the run's seed on
+        a stream of its own (the training cohorts' draws are untouched), in ``client_ids``
+        order: the same devices at every evaluation, on every engine."""
         devices = list(rt.client_ids)
+        count = self.cfg.eval_devices
+        if count == 0 or count >= len(devices):
+            return devices
+        rng = numpy_rng(self.cfg.seed, "fl-mv-dssm-eval-devices")
+        return [devices[i] for i in sorted(rng.choice(len(devices), count,
+                                                      replace=False).tolist())]
+
+    def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
+        devices = self.evaluated_devices(rt)
         rt.broadcast(VIEW_PREDICT, self.view_ids(devices), self.model())
         self.evaluations += 1
         replies = rt.broadcast(EVALUATE, devices, eval_request({}, split))
