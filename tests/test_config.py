@@ -191,6 +191,24 @@ def test_set_values_are_coerced_to_the_option_type() -> None:
     assert parse_override("note=a=b") == ("note", "a=b")  # only the first '=' splits
 
 
+def test_option_flags_are_shell_words_that_read_back_as_the_values() -> None:
+    import shlex
+
+    values = {"views": ["demographics"], "widths": (64, 32), "lr": 0.05, "delta": 1e-05,
+              "batch": None, "secure_aggregation": False, "implicit": "per-user",
+              "share": "embeddings+weights", "note": "yes", "rounds": 3}
+    text = config.option_flags("--set", values)
+    # Scalars print as before (what the reproductions' tables have shown); lists as YAML.
+    assert " --set lr=0.05 " in text and " --set secure_aggregation=False " in text
+    assert " --set 'views=[demographics]' " in text and " --set implicit=per-user " in text
+    words = shlex.split(text)
+    assert words[::2] == ["--set"] * len(values)
+    read = dict(parse_override(w) for w in words[1::2])
+    assert read == {**values, "widths": [64, 32]}
+    assert type(read["note"]) is str and type(read["delta"]) is float
+    assert config.option_flags("--data-opt", {}) == ""
+
+
 def test_exponent_floats_in_a_config_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("lr: 1e-3\nreg: 5e-5\n")

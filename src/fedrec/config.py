@@ -272,6 +272,27 @@ def parse_override(item: str, flag: str = "--set") -> tuple[str, Any]:
     return key.strip(), _read_yaml(f"v: {raw}", f"{flag} {key}")["v"]
 
 
+def option_flags(flag: str, values: typing.Mapping[str, Any]) -> str:
+    """`` FLAG key=value`` for each of ``values``, each as a shell word that
+    :func:`parse_override` reads back as that value: a scalar as Python prints it where that
+    reads back the same (``0.05``, ``False``, ``per-user``), otherwise, and for a list or null,
+    as one line of YAML (``[demographics]``, ``1.0e-05``, ``null``); quoted for the shell where
+    needed (``'views=[svd]'``). What the reproductions print as a run's ``fedrec run``
+    command."""
+    import shlex
+
+    def text(key: str, value: Any) -> str:
+        if isinstance(value, bool | int | float | str):
+            try:
+                if _read_yaml(f"v: {value}", key)["v"] == value:
+                    return str(value)
+            except ConfigError:
+                pass
+        return _yaml_scalar(value)
+
+    return "".join(f" {flag} {shlex.quote(f'{k}={text(k, v)}')}" for k, v in values.items())
+
+
 def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
     """Every ``key=value`` of a repeated ``flag``; a key given twice is refused."""
     out: dict[str, Any] = {}

@@ -21,7 +21,7 @@ from typing import Any
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import VAL_PREFIX
-from fedrec.config import to_dict
+from fedrec.config import option_flags, to_dict
 from fedrec.errors import ConfigError
 from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME
 from fedrec.privacy.report import run_epsilon
@@ -121,9 +121,9 @@ def run_command(run: Run) -> str:
     algorithm, dataset = str(res["algorithm"]), str(res["dataset"])
     # Through JSON, as results.json was written (tuples become lists).
     defaults = json.loads(json.dumps(to_dict(resolve_config(algorithm, dataset))))
-    opts = "".join(f" --data-opt {k}={v}" for k, v in res.get("dataset_options", {}).items())
-    sets = "".join(f" --set {k}={v}" for k, v in res.get("config", {}).items()
-                   if defaults.get(k) != v)
+    opts = option_flags("--data-opt", res.get("dataset_options", {}))
+    sets = option_flags("--set", {k: v for k, v in res.get("config", {}).items()
+                                  if defaults.get(k) != v})
     return f"fedrec run {algorithm} --dataset {dataset}{opts}{sets} --out {run.path.parent}"
 
 

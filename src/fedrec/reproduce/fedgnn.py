@@ -41,7 +41,7 @@ from fedrec.errors import DataError
 from fedrec.privacy.report import per_coordinate_epsilon, per_upload_epsilon, run_epsilon
 from fedrec.reproduce.report import (
     best_test_metric,
-    command_of,
+    finish_report,
     fmt,
     markdown_table,
     mean_std,
@@ -56,7 +56,6 @@ from fedrec.reproduce.runner import (
     RunSpec,
     choose_on_validation,
     run_all,
-    status_of,
 )
 
 # Published RMSE (Wu et al. 2021, Table 3; GC-MC: van den Berg et al. 2017), see
@@ -384,13 +383,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
               fmt(metric(res.get(t.key, []), "rmse"))]
              for (label, v), t in zip(c.validation.items(), c.trials, strict=True)]))
 
-    lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command", "status"], [
-        [k, "`" + command_of(by_key[k].algorithm, by_key[k].dataset, by_key[k].overrides)
-         + "`", status_of(out, by_key[k])] for k in by_key]))
-    path = out / "README.md"
-    path.write_text("\n".join(lines))
-    return path
+    return finish_report(out, lines, by_key.values())
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,

@@ -46,7 +46,7 @@ from fedrec.data import load_dataset
 from fedrec.errors import DataError
 from fedrec.reproduce.ranking import most_popular
 from fedrec.reproduce.report import (
-    command_of,
+    finish_report,
     fmt,
     markdown_table,
     mean_std,
@@ -60,7 +60,6 @@ from fedrec.reproduce.runner import (
     RunSpec,
     choose_on_validation,
     run_all,
-    status_of,
 )
 
 METHODS = ("fedgrec", "fedgrec-k0", "lightgcn", "pmf", "fcf")
@@ -373,13 +372,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
               fmt(metric(res.get(t.key, []), "Recall@20"))]
              for (label, v), t in zip(c.validation.items(), c.trials, strict=True)]))
 
-    lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command", "status"], [
-        [k, "`" + command_of(by_key[k].algorithm, by_key[k].dataset, by_key[k].overrides) + "`",
-         status_of(out, by_key[k])] for k in by_key]))
-    path = out / "README.md"
-    path.write_text("\n".join(lines))
-    return path
+    return finish_report(out, lines, by_key.values())
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,

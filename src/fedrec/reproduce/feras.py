@@ -34,13 +34,13 @@ import numpy as np
 
 from fedrec.reproduce.report import (
     ci95,
-    command_of,
+    finish_report,
     fmt_ci,
     markdown_table,
     metric,
     plot,
 )
-from fedrec.reproduce.runner import RunSpec, run_all, status_of, validation_score
+from fedrec.reproduce.runner import RunSpec, run_all, validation_score
 
 DATASET = "cora"
 SPLITS = ("public", "random")
@@ -222,13 +222,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                     ax.legend()),
     ], "Feras: the AS's attribute inference against noise on shared embeddings")
 
-    lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command", "status"], [
-        [s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides, s.dataset_options) + "`",
-         status_of(out, s)] for s in specs]))
-    path = out / "README.md"
-    path.write_text("\n".join(lines))
-    return path
+    return finish_report(out, lines, specs)
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,

@@ -35,8 +35,8 @@ from fedrec.data import load_dataset
 from fedrec.data.types import InteractionDataset
 from fedrec.errors import DataError
 from fedrec.reproduce.ranking import most_popular
-from fedrec.reproduce.report import command_of, fmt, markdown_table, mean_std, metric, plot
-from fedrec.reproduce.runner import RunSpec, run_all, status_of
+from fedrec.reproduce.report import finish_report, fmt, markdown_table, mean_std, metric, plot
+from fedrec.reproduce.runner import RunSpec, run_all
 
 PUBLISHED_RECALL = {"ml-100k": 0.1623}  # the paper's text (full method); see NOTES.md
 METHODS = ("ptf-fedrec", "fedavg-ncf", "lightgcn", "ngcf", "neumf")
@@ -253,13 +253,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     for name, _, title, axis, values in SWEEPS:
         sweep(title, name, [k for k, _ in sweep_values(values, quick)], axis, f"{name}.png")
 
-    lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command", "status"], [
-        [s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides) + "`", status_of(out, s)]
-        for s in specs]))
-    path = out / "README.md"
-    path.write_text("\n".join(lines))
-    return path
+    return finish_report(out, lines, specs)
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,

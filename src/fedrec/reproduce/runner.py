@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedrec.config import RunConfig, to_dict, with_new_defaults
+from fedrec.config import RunConfig, option_flags, to_dict, with_new_defaults
 from fedrec.errors import FedrecError, ResumeRefused
 from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
@@ -91,9 +91,8 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
             if not run_missing:
                 continue
             _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
-                 f"--dataset {spec.dataset} " + " ".join(f"--set {k}={v}" for k, v in
-                                                         spec.overrides.items())
-                 + "".join(f" --data-opt {k}={v}" for k, v in spec.dataset_options.items()))
+                 f"--dataset {spec.dataset}" + option_flags("--set", spec.overrides)
+                 + option_flags("--data-opt", spec.dataset_options))
             if (folder / FAILED_NAME).is_file():
                 continue  # failed before (e.g. diverged): reported, not retried
             (folder / SAME_AS_NAME).unlink(missing_ok=True)  # it was another run's twin
