@@ -25,9 +25,13 @@ validation):
 
 Every federated run uses ``secure_aggregation: false``: the plain sum of the same fixed-point
 uploads gives the same model (tested), and the secure sum costs minutes a round.
-``--quick`` (CI) runs one seed, one round of 8 devices per run, the noise-off variants only (and
-the defaults), one centralized epoch in batches of 1,024, one FCF round and the attack at sigma 0
-and 1 with 4 devices: it tests the pipeline, not the method.
+``--quick`` (CI) runs one seed, one round of 8 devices per run, each run evaluated on a seeded
+sample of :data:`QUICK_EVAL_DEVICES` devices (``eval_devices``; the full reproduction evaluates
+every device), the noise-off variants only (and the defaults), the centralized DSSM's first 8
+steps of 1,024 positives (:data:`QUICK_CENTRAL`), one FCF round and the attack at sigma 0 and 1
+with 4 devices: it tests the pipeline, not the method. Every run and report figure of one
+process shares one multi-view build of the split
+(:func:`fedrec.algorithms.fl_mv_dssm.reuse_multiviews`).
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from typing import Any
 import numpy as np
 
 from fedrec.data import load_dataset
-from fedrec.reproduce.report import command_of, fmt, markdown_table, metric, plot
-from fedrec.reproduce.runner import RunSpec, run_all, status_of
+from fedrec.data.types import Dataset
+from fedrec.reproduce.report import finish_report, fmt, markdown_table, metric, plot
+from fedrec.reproduce.runner import RunSpec, run_all
 
 DATASET = "ml-100k"
 METRICS = ("Precision@10", "Recall@10", "NDCG@10", "AUC")
@@ -59,9 +64,13 @@ FCF = {"implicit": "per-user", "topk": 10}
 CENTRAL_EPOCHS = 10
 ATTACK_SIGMAS = (0.0, 1.0, 4.0)
 ATTACK_DEVICES = 10
-QUICK = {"rounds": 1, "eval_every": 1, "clients_per_round": 8}
+#: --quick: devices evaluated per run (of ML-100K's 943), a sample drawn from the run's seed.
+QUICK_EVAL_DEVICES = 50
+QUICK = {"rounds": 1, "eval_every": 1, "clients_per_round": 8,
+         "eval_devices": QUICK_EVAL_DEVICES}
 QUICK_FCF = {"rounds": 1, "eval_every": 1, "clients_per_round": 32}
-QUICK_CENTRAL = {"epochs": 1, "batch": 1024}
+#: --quick: the centralized DSSM's one epoch cut to its first 8 steps of 1,024 positives.
+QUICK_CENTRAL = {"epochs": 1, "batch": 1024, "max_steps": 8}
 QUICK_ATTACK = {"sigmas": (0.0, 1.0), "devices": 4}
 
 
@@ -92,33 +101,28 @@ def _config(overrides: dict[str, Any]) -> Any:
     return resolve_config("fl-mv-dssm", DATASET, overrides=overrides)
 
 
-_MULTIVIEWS: dict[str, Any] = {}  # built once per (overrides, data) in a process: ~7 s each
-
-
-def _multiview(overrides: dict[str, Any], data_dir: str | Path | None) -> Any:
+def _multiview(overrides: dict[str, Any], ds: Dataset) -> Any:
     from fedrec.algorithms.fl_mv_dssm import multiview_of
 
-    key = json.dumps([overrides, str(data_dir)], sort_keys=True)
-    if key not in _MULTIVIEWS:
-        _MULTIVIEWS[key] = multiview_of(_config(overrides), load_dataset(DATASET, data_dir))
-    return _MULTIVIEWS[key]
+    return multiview_of(_config(overrides), ds)
 
 
-def most_popular(overrides: dict[str, Any], data_dir: str | Path | None) -> dict[str, float]:
+def most_popular(overrides: dict[str, Any], ds: Dataset) -> dict[str, float]:
     """Most-popular ranking of the split ``overrides`` make (computed here, not a run)."""
     from fedrec.algorithms.fl_mv_dssm.baseline import most_popular_metrics
 
-    return most_popular_metrics(_multiview(overrides, data_dir), 10)
+    return most_popular_metrics(_multiview(overrides, ds), 10)
 
 
-def central_dssm(out: Path, view: str, seed: int, quick: bool, data_dir: str | Path | None,
+def central_dssm(out: Path, view: str, seed: int, quick: bool, ds: Dataset,
                  train: bool = True) -> dict[str, Any] | None:
     """Centralized DSSM on ``view`` (trained here; cached in ``OUT/central/``): each epoch's
     validation and test metrics and the test metrics at the best validation Recall@10.
     ``train=False``: only the cached result (None if there is none)."""
     from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
 
-    opts = QUICK_CENTRAL if quick else {"epochs": CENTRAL_EPOCHS, "batch": None}
+    opts = QUICK_CENTRAL if quick else {"epochs": CENTRAL_EPOCHS, "batch": None,
+                                        "max_steps": None}
     path = out / "central" / f"{view}-seed-{seed}.json"
     if path.is_file():
         stored = json.loads(path.read_text())
@@ -127,11 +131,11 @@ def central_dssm(out: Path, view: str, seed: int, quick: bool, data_dir: str | P
     if not train:
         return None
     # The split does not depend on the run's seed (split_seed does): one multi-view build.
-    model = CentralDSSM(_config({"seed": seed}), _multiview({}, data_dir), view,
+    model = CentralDSSM(_config({"seed": seed}), _multiview({}, ds), view,
                         batch=opts["batch"])
     history = []
     for epoch in range(1, int(opts["epochs"]) + 1):
-        loss = model.fit_epoch()
+        loss = model.fit_epoch(opts["max_steps"])
         history.append({"round": epoch, "loss": loss, "valid": model.evaluate("valid"),
                         "eval": model.evaluate("test")})
     best = max(history, key=lambda h: (h["valid"].get("Recall@10", 0.0), -h["round"]))
@@ -170,7 +174,7 @@ def _curve(runs: list[dict[str, Any]], name: str, key: str = "eval") -> tuple[li
 
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
                  central: dict[str, list[dict[str, Any]]], attack: list[dict[str, Any]],
-                 data_dir: str | Path | None, quick: bool) -> Path:
+                 ds: Dataset, quick: bool) -> Path:
     from fedrec.algorithms.fl_mv_dssm.attack import attack_table_markdown
 
     head = ["model", *METRICS]
@@ -181,13 +185,17 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
              "*computed here* marks figures this report computes itself. The paper's tables "
              "lost their digits: no published figure is shown.\n"]
     if quick:
-        lines.append("**Quick mode**: one round of 8 devices per run; the numbers test the "
-                     "pipeline, not the method.\n")
+        lines.append(f"**Quick mode**: one round of 8 devices per run, each run evaluated on "
+                     f"a seeded sample of {QUICK_EVAL_DEVICES} of the {ds.num_users} devices "
+                     f"(`eval_devices`; the full reproduction evaluates every device), the "
+                     f"centralized DSSM trained for {QUICK_CENTRAL['max_steps']} steps of "
+                     f"{QUICK_CENTRAL['batch']:,} positives; the numbers test the pipeline, not "
+                     f"the method.\n")
     rows = []
     for c in COLD_STARTS:
         spec = next(s for s in specs if s.key == f"cold/{c}")
         rows.append([f"FL-MV-DSSM, cold {c} (noise off)", *_cells(res.get(spec.key, []))])
-        pop = most_popular({"cold_start": c}, data_dir)
+        pop = most_popular({"cold_start": c}, ds)
         rows.append([f"most popular, cold {c} (fallback, computed here)", *_popular_cells(pop)])
     lines.append("## Table II: cold start (10% of users / items held out of training)\n")
     lines.append(markdown_table(head, rows))
@@ -201,7 +209,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                        for m in METRICS], "none (no privacy)"])
     rows.append(["FCF (implicit per-user: per-user 80/20 split, other test rows)",
                  *_cells(res.get("variant/fcf", [])), "none"])
-    rows.append(["most popular (computed here)", *_popular_cells(most_popular({}, data_dir)),
+    rows.append(["most popular (computed here)", *_popular_cells(most_popular({}, ds)),
                  "–"])
     lines.append("## Table III: variants and baselines\n")
     lines.append(markdown_table([*head, "epsilon (item updates)"], rows))
@@ -230,32 +238,30 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     lines.append(attack_table_markdown(attack) if attack
                  else "not run (`--report-only` runs nothing)\n")
 
-    lines.append("## Runs\n")
-    lines.append(markdown_table(["key", "command", "status"], [
-        [s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides) + "`", status_of(out, s)]
-        for s in specs]))
-    path = out / "README.md"
-    path.write_text("\n".join(lines))
-    return path
+    return finish_report(out, lines, specs)
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
               run_missing: bool = True) -> Path:
+    from fedrec.algorithms.fl_mv_dssm import reuse_multiviews
     from fedrec.algorithms.fl_mv_dssm.attack import attack_table_rows
 
     if quick:
         seeds = 1
     specs = plan(seeds, quick)
-    res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
-                  run_missing=run_missing)
-    central = {view: [r for seed in range(seeds)
-                      if (r := central_dssm(out, view, seed, quick, data_dir, run_missing))]
-               for view in VIEWS}
-    attack: list[dict[str, Any]] = []
-    if run_missing:
-        opts = QUICK_ATTACK if quick else {"sigmas": ATTACK_SIGMAS, "devices": ATTACK_DEVICES}
-        attack = attack_table_rows(_multiview({}, data_dir), _config, opts["sigmas"],
-                                   opts["devices"])
-    return write_report(out, specs, res, central, attack, data_dir, quick)
+    ds = load_dataset(DATASET, data_dir)
+    with reuse_multiviews():  # one build of the split for every run and figure
+        res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
+                      run_missing=run_missing)
+        central = {view: [r for seed in range(seeds)
+                          if (r := central_dssm(out, view, seed, quick, ds, run_missing))]
+                   for view in VIEWS}
+        attack: list[dict[str, Any]] = []
+        if run_missing:
+            opts = QUICK_ATTACK if quick else {"sigmas": ATTACK_SIGMAS,
+                                               "devices": ATTACK_DEVICES}
+            attack = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"],
+                                       opts["devices"])
+        return write_report(out, specs, res, central, attack, ds, quick)
 
