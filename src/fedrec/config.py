@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 import types
 import typing
 from dataclasses import dataclass
@@ -279,7 +280,6 @@ def option_flags(flag: str, values: typing.Mapping[str, Any]) -> str:
     as one line of YAML (``[demographics]``, ``1.0e-05``, ``null``); quoted for the shell where
     needed (``'views=[svd]'``). What the reproductions print as a run's ``fedrec run``
     command."""
-    import shlex
 
     def text(key: str, value: Any) -> str:
         if isinstance(value, bool | int | float | str):
