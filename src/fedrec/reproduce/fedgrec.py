@@ -87,7 +87,7 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
                 "rounds": 100, "eval_every": 5},
         # Gowalla's packaged FCF settings, FedGRec's cohort and rounds.
         "fcf": {"implicit": "per-user", "dim": 64, "lr": 0.01, "reg": 1e-4, "lr_user": 10.0,
-                "clients_per_round": 100, "rounds": 100, "eval_every": 10},
+                "clients_per_round": 100, "rounds": 300, "eval_every": 10},
     },
     "gowalla": {
         "fedgrec": PLAIN,
