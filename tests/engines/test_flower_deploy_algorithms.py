@@ -1,14 +1,9 @@
-"""The algorithms that landed after FCF and FedGNN on a real Flower deployment: 1 SuperLink and
-3 client SuperNodes on loopback, 2 rounds on the first 40 users of ML-100K (feras: on Cora),
+"""Parties beyond FCF's and FedGNN's on a real Flower deployment (a metadata-only server with
+PTF-FedRec, hosts and an aggregation server with feras): 1 SuperLink and 3 client SuperNodes on
+loopback, 2 rounds on the first 40 users of ML-100K (feras: on Cora),
 against the in-process simulator with the same seed. The ledgers (bytes and messages per round,
 direction, step) must be identical; the metrics within:
 
-* FedAvg-NeuMF: 1e-6 relative (observed bit-identical). The clients run PTF-FedRec's NeuMF
-  code vectorised over the cohort a node hosts, each batch padded to its widest client; a
-  SuperNode's cohort is a third of the simulator's, so a padded float32 row reduction may in
-  principle round differently (as FedGNN's). The server averages the uploads in client-id
-  order in float64 on both. A protocol error (a missing client, another negative or batch
-  order) moves the ranking metrics by 1e-3 and more.
 * PTF-FedRec: 1e-6 relative (observed bit-identical), training statistics included (server
   loss, the top-guess attack's scores; not the wall-clock time split), for the same reason: same
   client code, and the server's model, graph and dispersal depend only on the uploads, which
@@ -16,17 +11,14 @@ direction, step) must be identical; the metrics within:
   experimenter's oracle (``experimenter_oracle=True``: the ServerApp loads the held-out data to
   score the hidden model and the attack, never to train; see
   :mod:`fedrec.engines.flower.server`).
-* FedMF (Paillier, ``key_bits=512``, ``upload: part`` to keep encryption cheap): 1e-12
-  (observed bit-identical). FCF's client step is row-wise, the updates are fixed-point integers
-  and the server's ciphertext additions are exact modular sums, so neither the split over
-  SuperNodes nor the order of additions changes a bit.
 * feras (3 hosts, one per client SuperNode, and the aggregation server on a service SuperNode
   of its own; the default sequential schedule, 2 rounds of one iteration, weights averaged in
   the second): exact. Each host's step is its own computation and the AS combines the uploads
   in the simulator's order.
 
-The four deployments run concurrently (they mostly wait on Flower's polling); feras's starts
-once another has finished its first round.
+The two deployments run concurrently (they mostly wait on Flower's polling); feras's starts
+once PTF-FedRec's has finished its first round. FedAvg-NeuMF and FedMF run the same apps on the
+in-memory grid (test_flower_runtime.py): their transport is this one.
 """
 
 from __future__ import annotations
@@ -52,9 +44,6 @@ USERS = 40
 # One client secret for the deployment and the simulator: compared draw for draw.
 SECRETS = ClientSecrets(bytes(range(32)))
 PTF = {"rounds": 2, "eval_every": 1, "local_epochs": 1, "server_epochs": 1}
-FEDAVG = {"rounds": 2, "eval_every": 1, "local_epochs": 1}
-FEDMF = {"rounds": 2, "eval_every": 1, "key_bits": 512, "clients_per_round": 3, "dim": 4,
-         "upload": "part"}
 # Few exchanges (each waits on Flower's polling): one iteration a round, one evaluation.
 FERAS = {"rounds": 2, "eval_every": 2, "num_hosts": 3, "hidden": 16, "iterations_per_round": 1,
          "weight_every": 2, "presample": 20}
@@ -71,8 +60,7 @@ class Job:
     later: bool = False  # start after another job's first round (see the fixture)
 
 
-JOBS = {"ptf-fedrec": Job("ml-100k", PTF, oracle=True), "fedavg-ncf": Job("ml-100k", FEDAVG),
-        "fedmf": Job("ml-100k", FEDMF),
+JOBS = {"ptf-fedrec": Job("ml-100k", PTF, oracle=True),
         "feras": Job("cora", FERAS, max_users=None, clients=3, services=1, later=True)}
 
 
@@ -142,17 +130,6 @@ def test_ptf_fedrec_deployment_equals_simulator(runs, ml100k_root, deploy_helper
     assert res["history"][0]["train"]["dispersed_clients"] == USERS
 
 
-def test_fedavg_ncf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
-    res, _ = _compare("fedavg-ncf", runs, ml100k_root, deploy_helpers, 1e-6)
-    assert res["final"]["eval_clients"] == USERS
-
-
-def test_fedmf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
-    res, _ = _compare("fedmf", runs, ml100k_root, deploy_helpers, 1e-12)
-    assert res["history"][0]["train"]["clients"] == 3
-    assert res["communication"]["by_step"]["public_key (server->client)"]["messages"] == 1
-
-
 def test_feras_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
     res, _ = _compare("feras", runs, ml100k_root, deploy_helpers, 0.0)
     assert res["final"]["eval_clients"] == 3 and 0.0 < res["final"]["accuracy"] < 1.0
@@ -178,7 +155,7 @@ def test_ptf_server_built_from_metadata_holds_no_ground_truth(ml100k_root) -> No
     truth = server.attack.positives[0]  # user 0's positives of the per-user re-split
     assert 1 < len(truth) < len(np.unique(rated)) and np.isin(truth, rated).all()
     # The other algorithms take no instruments.
-    _, cfg2 = resolve("fedavg-ncf", "ml-100k", None, FEDAVG)
+    _, cfg2 = resolve("fedavg-ncf", "ml-100k", None, {"rounds": 2})
     other = get_algorithm("fedavg-ncf").build_job(cfg2, ds, torch.device("cpu")).server
     with pytest.raises(TypeError):
         other.attach_instruments({"score_oracle": None})

@@ -302,3 +302,62 @@ def test_fedgrec_equals_simulator(tmp_path, ml100k_root, load_once, secure: bool
     assert any(k.startswith("warmup_latent") for k in steps)
     assert any(k.startswith("secagg_mask") for k in steps) == secure
     assert all("fedrec_states" in s for s in grid.states.values())
+
+
+# FedAvg-NeuMF and FedMF: the real ServerApp and ClientApp code on the in-memory grid (each ran
+# as a loopback deployment of its own before; the deployments' transport is the same for every
+# algorithm, and test_flower_deploy*.py keep one per kind of party: clients, a third party,
+# hosts with an aggregation server, a metadata-only server, secure sums). Tolerances as there:
+# FedAvg-NeuMF 1e-6 relative (a SuperNode's cohort is padded to its own widest client; observed
+# bit-identical), FedMF 1e-12 (fixed-point updates, exact ciphertext sums; observed identical).
+FEDAVG = {"rounds": 2, "eval_every": 1, "local_epochs": 1}
+FEDMF = {"rounds": 2, "eval_every": 1, "key_bits": 512, "clients_per_round": 3, "dim": 4,
+         "upload": "part"}
+
+
+@pytest.mark.parametrize(("algorithm", "settings", "tol"),
+                         [("fedavg-ncf", FEDAVG, 1e-6), ("fedmf", FEDMF, 1e-12)],
+                         ids=["fedavg-ncf", "fedmf"])
+def test_fedavg_ncf_and_fedmf_equal_simulator(tmp_path, ml100k_root, algorithm: str,
+                                              settings: dict, tol: float) -> None:
+    res, grid = local_run(tmp_path, ml100k_root, algorithm, settings)
+    sim = simulate(algorithm, "ml-100k", data_dir=ml100k_root, overrides=settings,
+                   max_users=USERS, client_secrets=SECRETS).to_json()
+    assert res["status"] == "complete" and res["engine"]["dead_nodes"] == []
+    for a, b in zip(res["history"], sim["history"], strict=True):
+        assert set(a["eval"]) == set(b["eval"]) and rel_diff(a["eval"], b["eval"]) <= tol
+        timing = {k for k in b["train"] if k.startswith("time_")}
+        assert set(a["train"]) == set(b["train"])
+        assert rel_diff({k: v for k, v in a["train"].items() if k not in timing},
+                        {k: v for k, v in b["train"].items() if k not in timing}) <= tol
+        assert a["communication"] == b["communication"]
+    steps = res["communication"]["by_step"]
+    assert steps == sim["communication"]["by_step"]
+    if algorithm == "fedavg-ncf":
+        assert res["final"]["eval_clients"] == USERS
+    else:
+        assert res["history"][0]["train"]["clients"] == 3
+        assert steps["public_key (server->client)"]["messages"] == 1
+    assert all("fedrec_states" in s for s in grid.states.values())
+
+
+def test_secure_fcf_secagg_plus_equals_simulator(tmp_path, ml100k_root) -> None:
+    # SecAgg+ (Bell et al. 2020) over the relay; its client state between the secure-sum steps
+    # lives in each node's Context.state. A loopback deployment of Bonawitz et al.'s variant is
+    # in test_flower_secagg.py; the variants differ only in the apps' code, which runs here.
+    settings = {"rounds": 2, "eval_every": 1, "dim": 16, "secure_aggregation": True,
+                "secagg_variant": "secagg+"}
+    res, grid = local_run(tmp_path, ml100k_root, "fcf", settings)
+    sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=settings,
+                   max_users=USERS, client_secrets=SECRETS).to_json()
+    for a, b in zip(res["history"], sim["history"], strict=True):
+        assert a["train"] == b["train"] == {"clients": USERS, "dropped_after_keys": 0}
+        assert rel_diff(a["eval"], b["eval"]) == 0.0
+        assert a["communication"] == b["communication"]
+    steps = res["communication"]["by_step"]
+    assert steps == sim["communication"]["by_step"]
+    # 40 clients, k = 14: each share upload holds 14 ciphertexts of 168 bytes, not 39.
+    share_up = steps["secagg_share (client->server)"]
+    assert share_up["messages"] == 2 * USERS
+    assert 14 * 168 < share_up["bytes"] / share_up["messages"] < 20 * 168
+    assert all("fedrec_states" in s for s in grid.states.values())

@@ -7,12 +7,10 @@ SuperNodes, first 40 users of ML-100K, 2 rounds), against the simulator.
 * A SuperNode SIGKILLed when round 1 is done is absent from round 2: the secure sum finishes
   with the 26 survivors (>= t = 24 of the 40-client cohort), whichever step the kill landed in,
   and the result is the simulator's with those clients dropped.
-* With ``secagg_variant: secagg+`` (Bell et al. 2020) the deployment equals the simulator bit
-  for bit too, ledgers per step included; each client's state between the secure-sum steps
-  lives in its SuperNode's persistent state, and a share upload holds ``k`` ciphertexts, not
-  ``n - 1``.
+* SecAgg+ (``secagg_variant: secagg+``) runs the same transport; its apps' code is compared
+  with the simulator on the in-memory grid (test_flower_runtime.py).
 
-The three deployments run concurrently (they mostly wait on Flower's polling).
+The two deployments run concurrently (they mostly wait on Flower's polling).
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ USERS = 40
 SECRETS = ClientSecrets(bytes(range(32)))
 SECURE = {"rounds": 2, "eval_every": 1, "dim": 16, "secure_aggregation": True}
 KILL = dict(SECURE, eval_every=2)
-PLUS = dict(SECURE, secagg_variant="secagg+")
 
 
 def _run(data_root, overrides: dict, watch, straggler: float) -> dict:
@@ -45,8 +42,8 @@ def _run(data_root, overrides: dict, watch, straggler: float) -> dict:
 @pytest.fixture(scope="module")
 def runs(ml100k_root, deploy_helpers):
     h = deploy_helpers
-    watches = {"secure": h.Watch(), "kill": h.Watch(kill="supernode-2"), "plus": h.Watch()}
-    jobs = {"secure": (SECURE, 0.0), "kill": (KILL, 20.0), "plus": (PLUS, 0.0)}
+    watches = {"secure": h.Watch(), "kill": h.Watch(kill="supernode-2")}
+    jobs = {"secure": (SECURE, 0.0), "kill": (KILL, 20.0)}
     with cf.ThreadPoolExecutor(len(jobs)) as pool:
         futs = {k: pool.submit(_run, ml100k_root, ov, watches[k], st)
                 for k, (ov, st) in jobs.items()}
@@ -54,14 +51,11 @@ def runs(ml100k_root, deploy_helpers):
     return results, watches
 
 
-@pytest.mark.parametrize("variant", ["secure", "plus"])
-def test_secure_fcf_deployment_equals_simulator(variant, runs, ml100k_root,
-                                                deploy_helpers) -> None:
+def test_secure_fcf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> None:
     h = deploy_helpers
     results, watches = runs
-    res = results[variant]
-    sim = simulate("fcf", "ml-100k", data_dir=ml100k_root,
-                   overrides=SECURE if variant == "secure" else PLUS,
+    res = results["secure"]
+    sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=SECURE,
                    max_users=USERS, client_secrets=SECRETS).to_json()
     assert res["status"] == "complete" and res["engine"]["clients"] == USERS
     for a, b in zip(res["history"], sim["history"], strict=True):
@@ -71,12 +65,7 @@ def test_secure_fcf_deployment_equals_simulator(variant, runs, ml100k_root,
     steps = res["communication"]["by_step"]
     assert steps == sim["communication"]["by_step"]
     assert any(k.startswith("secagg_unmask") for k in steps)
-    if variant == "plus":
-        # 40 clients, k = 14: each share upload holds 14 ciphertexts of 168 bytes, not 39.
-        share_up = steps["secagg_share (client->server)"]
-        assert share_up["messages"] == 2 * USERS
-        assert 14 * 168 < share_up["bytes"] / share_up["messages"] < 20 * 168
-    h.no_process_left(watches[variant])
+    h.no_process_left(watches["secure"])
 
 
 def test_secure_run_survives_a_killed_supernode(runs, ml100k_root, simulate_lost,
