@@ -24,6 +24,15 @@ from fedrec.models.mf import init_factors
 from fedrec.privacy.report import no_guarantee
 
 
+def evaluated_clients(clients: list[PartyId], count: int, seed: int) -> list[PartyId]:
+    """Every client, or (``count`` > 0) a sample of that many drawn from the run's ``seed`` on a
+    stream of its own, in ``clients`` order: the same clients at every evaluation."""
+    if count == 0 or count >= len(clients):
+        return clients
+    rng = numpy_rng(seed, "fed-mvmf-eval-clients")
+    return [clients[i] for i in sorted(rng.choice(len(clients), count, replace=False).tolist())]
+
+
 class FedMVMFServer(ServerLogic):
     """Holds ``V``, ``A``, ``B`` (initialised from the public seed) and ``Z`` (public)."""
 
@@ -65,19 +74,10 @@ class FedMVMFServer(ServerLogic):
         client_loss = scale * sum(float(r["loss"]) for r in replies.values())
         return {"clients": float(len(replies)), "loss": client_loss + server_loss}
 
-    def evaluated_clients(self, rt: Runtime) -> list[PartyId]:
-        """Every client, or (``eval_devices``) a sample of that many drawn from the run's seed on
-        a stream of its own, in ``client_ids`` order: the same clients at every evaluation."""
-        clients = list(rt.client_ids)
-        count = self.cfg.eval_devices
-        if count == 0 or count >= len(clients):
-            return clients
-        rng = numpy_rng(self.cfg.seed, "fed-mvmf-eval-clients")
-        return [clients[i] for i in sorted(rng.choice(len(clients), count,
-                                                      replace=False).tolist())]
-
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast(EVALUATE, self.evaluated_clients(rt),
+        clients = evaluated_clients(list(rt.client_ids), self.cfg.eval_devices,
+                                    self.cfg.seed)
+        replies = rt.broadcast(EVALUATE, clients,
                                eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), explicit=False)
 
