@@ -260,10 +260,10 @@ def test_eval_devices_is_one_seeded_sample_that_leaves_training_alone(mv: MultiV
 
 def test_reuse_multiviews_builds_each_split_once(ml100k: RatingDataset, mv: MultiViewData,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import fedrec.algorithms.fl_mv_dssm as package
+    import fedrec.algorithms.multiview_common as common  # where the build is, shared
 
     builds = []
-    monkeypatch.setattr(package, "build_multiview", lambda *a: builds.append(a[1:]) or mv)
+    monkeypatch.setattr(common, "build_multiview", lambda *a: builds.append(a[1:]) or mv)
     with reuse_multiviews():
         assert multiview_of(config(), ml100k) is mv
         cold = multiview_of(config(cold_start="items"), ml100k)  # re-split of the same build

@@ -492,3 +492,57 @@ def test_feras_a_hosts_private_data_reaches_the_others_only_through_the_as(
             same = all(np.array_equal(getattr(views[0], f), getattr(views[1], f))
                        for f in ("x_visible", "y_visible"))
             assert same == (host != target), (target, host)
+
+
+def _fed_mvmf_round_messages(cfg, mv) -> dict[object, list[bytes]]:
+    """An evaluation and round 1 of FED-MVMF (both on the initial model, which no client's data
+    has reached yet): every party's messages, by sender, as wire bytes."""
+    from fedrec.algorithms.fed_mvmf import build_job_from_multiview
+
+    job = build_job_from_multiview(cfg, mv)
+    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
+                          client_secrets=ClientSecrets(bytes(range(32))))
+    seen: dict[object, list[bytes]] = {}
+    rt.observers.append(lambda m: seen.setdefault(m.sender, []).append(encode(m.payload)))
+    job.server.evaluate(rt, "test")
+    rt.begin_round(1)
+    job.server.run_round(rt, 1)
+    return seen
+
+
+@pytest.mark.parametrize("what", ["interactions", "side-information"])
+def test_fed_mvmf_changing_one_users_data_changes_only_its_messages(
+        ml100k: RatingDataset, what: str) -> None:
+    # A client's X row (its positives) and Y row (its side information) are its own: changing
+    # either changes that client's training upload and evaluation, nothing any other client
+    # sends (the cohort is computed together, one client at a time).
+    from fedrec.algorithms import resolve_config
+    from fedrec.algorithms.fed_mvmf import multiview_of
+    from fedrec.algorithms.fed_mvmf.server import evaluated_clients
+    from fedrec.federation.runtime import sample_cohort
+
+    cfg = resolve_config("fed-mvmf", "ml-100k",
+                         overrides={"clients_per_round": 12, "eval_devices": 100})
+    mv = multiview_of(cfg, ml100k)
+    evaluated = evaluated_clients(list(range(943)), cfg.eval_devices, cfg.seed)
+    target = next(u for u in sample_cohort(list(range(943)), 12, cfg.seed, 1)
+                  if u in evaluated)  # trained in round 1 and evaluated
+    if what == "interactions":
+        tr = mv.task.train
+        own = tr.users == target
+        moved = tr.items.copy()
+        moved[own] = (moved[own] + 7) % mv.task.num_items
+        changed = dataclasses.replace(mv, task=dataclasses.replace(
+            mv.task, train=Interactions(tr.users, moved, tr.values)))
+    else:
+        svd = mv.user_views[1].copy()
+        svd[target] = svd[target][::-1] + 0.5
+        changed = dataclasses.replace(mv, user_views=(mv.user_views[0], svd))
+    before, after = _fed_mvmf_round_messages(cfg, mv), _fed_mvmf_round_messages(cfg, changed)
+    assert before.keys() == after.keys()
+    assert len(before[target]) == 2  # its evaluation and its training upload both changed
+    assert all(b != a for b, a in zip(before[target], after[target], strict=True))
+    others = [s for s in before if s not in (target, "server")]
+    assert len(others) >= 5
+    for sender in others:
+        assert before[sender] == after[sender], sender

@@ -13,6 +13,7 @@ from fedrec.config import parse_options
 from fedrec.reproduce import REPRODUCTIONS
 from fedrec.reproduce.fl_mv_dssm import (
     COLD_STARTS,
+    MVMF_ROWS,
     NOISE_OFF,
     QUICK_EVAL_DEVICES,
     VARIANTS,
@@ -35,6 +36,11 @@ def test_plan_covers_every_table_and_quick_is_the_same_settings_in_fewer_rounds(
     assert full["variant/fl-dssm-svd/sigma-1"].overrides["views"] == ["svd"]
     assert full["variant/fcf"].algorithm == "fcf"
     assert full["variant/fcf"].overrides == {"implicit": "per-user", "topk": 10}
+    # FED-MVMF on FL-MV-DSSM's own split (its defaults), with and without side information
+    assert full["variant/fed-mvmf"].algorithm == "fed-mvmf"
+    assert full["variant/fed-mvmf"].overrides == {}
+    assert full["variant/fed-mvmf-no-side"].overrides == {"user_view_weight": 0.0,
+                                                          "item_view_weight": 0.0}
     assert full["cold/items"].overrides["cold_start"] == "items"
     assert all(s.seeds == (0, 1, 2) for s in full.values())
     assert not any("eval_devices" in s.overrides for s in full.values())  # every device
@@ -44,7 +50,7 @@ def test_plan_covers_every_table_and_quick_is_the_same_settings_in_fewer_rounds(
         assert spec.overrides.items() >= full[key].overrides.items(), key
         assert spec.overrides["rounds"] == 1 and spec.seeds == (0,)
         assert spec.overrides["clients_per_round"] <= 32
-        if spec.algorithm == "fl-mv-dssm":
+        if spec.algorithm in ("fl-mv-dssm", "fed-mvmf"):
             assert spec.overrides["eval_devices"] == QUICK_EVAL_DEVICES
 
 
@@ -58,7 +64,7 @@ def test_the_runs_table_commands_parse_back_to_the_settings() -> None:
         assert parse_options(args.set, "--set") == {**spec.overrides, "seed": "S"}, spec.key
 
 
-@pytest.mark.slow  # a whole quick reproduction (9 runs, 2 short centralized DSSMs, 2 attacks)
+@pytest.mark.slow  # a whole quick reproduction (11 runs, 2 short centralized DSSMs, 2 attacks)
 def test_quick_writes_tables_fig2_and_privacy(tmp_path: Path, data_root: Path, ml100k,
                                               one_thread_module) -> None:
     argv = ["--data-dir", str(data_root), "reproduce", "fl-mv-dssm", "--quick", "--out",
@@ -76,6 +82,9 @@ def test_quick_writes_tables_fig2_and_privacy(tmp_path: Path, data_root: Path, m
     for view in ("demographics", "svd"):  # centralized DSSM: Precision/Recall/NDCG, no AUC
         assert re.search(rf"^\| centralized DSSM \({view};.*(\| {measured} ){{3}}", text, re.M)
     assert re.search(rf"^\| FCF .*\| {measured} ", text, re.M)
+    for _, label, _ in MVMF_ROWS:
+        assert re.search(rf"^\| {re.escape(label)} (\| {measured} ){{4}}\| none \|$", text,
+                         re.M), label
     assert f"sample of {QUICK_EVAL_DEVICES} of the 943 devices" in text
     attack = text.split("## Privacy", 1)[1].split("\n## ", 1)[0]
     # sigma 0: the malicious view reads the other's update exactly; sigma 1: noise hides it

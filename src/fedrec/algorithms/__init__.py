@@ -3,7 +3,8 @@
 A method's package (``fedrec.algorithms.<method>``) holds its config, client and server and
 exposes the :class:`AlgorithmSpec` it registers; no method imports another (an import-linter
 ``independence`` contract). What methods share lives in the modules beside them: ``base``,
-``mf_common``, ``item_gradient`` (FCF's client step, also FedMF's), ``ncf_common`` (NeuMF
+``mf_common``, ``item_gradient`` (FCF's client step, also FedMF's), ``multiview_common``
+(FL-MV-DSSM's and FED-MVMF's multi-view split and device evaluation), ``ncf_common`` (NeuMF
 clients on the implicit split), ``gnn_common`` (FedGNN's model options), ``gcn_common``
 (the node-classification GCNs' options, GraphSAINT sampler options, trainer base
 and evaluation)."""
@@ -17,6 +18,7 @@ from typing import Any
 from fedrec.algorithms import (
     central_ranking,
     fcf,
+    fed_mvmf,
     fedavg_gcn,
     fedavg_ncf,
     fedgnn,
@@ -46,6 +48,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         fedavg_ncf.SPEC,
         fedgrec.SPEC,
         fl_mv_dssm.SPEC,
+        fed_mvmf.SPEC,
         *central_ranking.SPECS,
         fedgnn.SPEC,
         gnn_central.SPEC,

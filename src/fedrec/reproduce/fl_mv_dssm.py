@@ -15,8 +15,12 @@ validation):
   (:class:`fedrec.algorithms.fl_mv_dssm.baseline.CentralDSSM`, not a ``fedrec run`` algorithm:
   trained here, ``CENTRAL_EPOCHS`` epochs, the epoch chosen on validation Recall@10); FCF
   (``fcf`` with ``implicit: per-user``, ``topk: 10``), whose split is the per-user 80/20 one, not
-  FL-MV-DSSM's random 80/20 of all positives, so its row ranks other test rows; and the
-  most-popular ranking of FL-MV-DSSM's split.
+  FL-MV-DSSM's random 80/20 of all positives, so its row ranks other test rows; FED-MVMF
+  (``fed-mvmf``: FL-MV-DSSM's split, both user views as its user side information, the item
+  features as its item side information, federated evaluation like FL-MV-DSSM's devices) and
+  FED-MVMF without side information (``user_view_weight: 0``, ``item_view_weight: 0``: FCF's
+  confidence-weighted ALS on FL-MV-DSSM's own split, the row that compares with FCF on the
+  same test rows); and the most-popular ranking of FL-MV-DSSM's split.
 * **Fig. 2**: Precision@10 and Recall@10 per evaluated round (``history``) of FL-MV-DSSM, SEMI and
   both FL-DSSMs (noise off), and centralized DSSM per epoch (same axes, epochs for rounds).
 * **Privacy**: the malicious-view attack
@@ -28,7 +32,8 @@ uploads gives the same model (tested), and the secure sum costs minutes a round.
 ``--quick`` (CI) runs one seed, one round of 8 devices per run, each run evaluated on a seeded
 sample of :data:`QUICK_EVAL_DEVICES` devices (``eval_devices``; the full reproduction evaluates
 every device), the noise-off variants only (and the defaults), the centralized DSSM's first 8
-steps of 1,024 positives (:data:`QUICK_CENTRAL`), one FCF round and the attack at sigma 0 and 1
+steps of 1,024 positives (:data:`QUICK_CENTRAL`), one FCF round, one FED-MVMF round of 32
+clients each (evaluated on the same sample size) and the attack at sigma 0 and 1
 with 4 devices: it tests the pipeline, not the method. Every run and report figure of one
 process shares one multi-view build of the split
 (:func:`fedrec.algorithms.fl_mv_dssm.reuse_multiviews`).
@@ -61,6 +66,13 @@ VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 VIEWS = ("demographics", "svd")
 FCF = {"implicit": "per-user", "topk": 10}
+#: (key, label, overrides) of the FED-MVMF rows: with its side information, and without (FCF's
+#: model on FL-MV-DSSM's split).
+MVMF_ROWS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("fed-mvmf", "FED-MVMF (FL-MV-DSSM's split; both user views, item features)", {}),
+    ("fed-mvmf-no-side", "FED-MVMF without side information (FCF's model on FL-MV-DSSM's "
+                         "split)", {"user_view_weight": 0.0, "item_view_weight": 0.0}),
+)
 CENTRAL_EPOCHS = 10
 ATTACK_SIGMAS = (0.0, 1.0, 4.0)
 ATTACK_DEVICES = 10
@@ -69,6 +81,7 @@ QUICK_EVAL_DEVICES = 50
 QUICK = {"rounds": 1, "eval_every": 1, "clients_per_round": 8,
          "eval_devices": QUICK_EVAL_DEVICES}
 QUICK_FCF = {"rounds": 1, "eval_every": 1, "clients_per_round": 32}
+QUICK_MVMF = {**QUICK_FCF, "eval_devices": QUICK_EVAL_DEVICES}
 #: --quick: the centralized DSSM's one epoch cut to its first 8 steps of 1,024 positives.
 QUICK_CENTRAL = {"epochs": 1, "batch": 1024, "max_steps": 8}
 QUICK_ATTACK = {"sigmas": (0.0, 1.0), "devices": 4}
@@ -92,6 +105,8 @@ def plan(seeds: int, quick: bool) -> list[RunSpec]:
               for key, _, ov in variant_rows(quick)]
     specs.append(RunSpec("variant/fcf", "fcf", DATASET, {**(QUICK_FCF if quick else {}), **FCF},
                          s))
+    specs += [RunSpec(f"variant/{key}", "fed-mvmf", DATASET,
+                      {**(QUICK_MVMF if quick else {}), **ov}, s) for key, _, ov in MVMF_ROWS]
     return specs
 
 
@@ -209,6 +224,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                        for m in METRICS], "none (no privacy)"])
     rows.append(["FCF (implicit per-user: per-user 80/20 split, other test rows)",
                  *_cells(res.get("variant/fcf", [])), "none"])
+    rows += [[label, *_cells(res.get(f"variant/{key}", [])), "none"]
+             for key, label, _ in MVMF_ROWS]
     rows.append(["most popular (computed here)", *_popular_cells(most_popular({}, ds)),
                  "–"])
     lines.append("## Table III: variants and baselines\n")

@@ -51,10 +51,6 @@ sub-model changes, which carry no noise. Choices where the paper is cut: ``docs/
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import Iterator
-
 import numpy as np
 import torch
 
@@ -63,62 +59,20 @@ from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.fl_mv_dssm.device import DeviceData, DeviceLogic, local_secure_aggregate
 from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
 from fedrec.algorithms.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
-from fedrec.data.fingerprint import fingerprint
-from fedrec.data.multiview import MultiViewData, build_multiview, cold_start
-from fedrec.data.types import Dataset, Interactions, no_rows
+from fedrec.algorithms.multiview_common import items_by_user, multiview_split, reuse_multiviews
+from fedrec.data.multiview import MultiViewData
+from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.runtime import Party
 
-#: Inside :func:`reuse_multiviews`: each split built so far, by data and split options.
-_BUILT: dict[tuple[object, ...], MultiViewData] | None = None
-
-
-@contextlib.contextmanager
-def reuse_multiviews() -> Iterator[None]:
-    """Within the block, :func:`multiview_of` builds the multi-view data of each (data, split
-    options) once and reuses it (a build is seconds of CPU, most of it the SVD view; it is
-    deterministic, so a reused one equals a new one); the cold-start re-split is applied to it
-    each time. For a process that runs many settings on one split (``fedrec reproduce
-    fl-mv-dssm``); outside the block every call builds anew."""
-    global _BUILT
-    outer = _BUILT
-    _BUILT = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _BUILT = outer
-
 
 def multiview_of(cfg: FLMVDSSMConfig, dataset: Dataset) -> MultiViewData:
-    """The multi-view data of all of ``dataset``'s ratings, taken in (user, item) order so that
-    it does not depend on how the loader split them."""
-    if _BUILT is None:
-        mv = _build_multiview(cfg, dataset)
-    else:
-        key = (dataset.name, fingerprint(dataset), cfg.split, cfg.test_fraction,
-               cfg.split_seed, cfg.held_aside_fraction)
-        if key not in _BUILT:
-            _BUILT[key] = _build_multiview(cfg, dataset)
-        mv = _BUILT[key]
-    return cold_start(mv, cfg.cold_start, cfg.cold_fraction, cfg.split_seed)
-
-
-def _build_multiview(cfg: FLMVDSSMConfig, dataset: Dataset) -> MultiViewData:
-    rows = Interactions.concat(dataset.train, dataset.valid, dataset.test)
-    order = np.argsort(rows.users.astype(np.int64) * dataset.num_items + rows.items,
-                       kind="stable")
-    every = dataclasses.replace(dataset, train=rows.select(order), valid=no_rows(),
-                                test=no_rows())
-    return build_multiview(every, cfg.split, cfg.test_fraction, cfg.split_seed,
-                           cfg.held_aside_fraction)
-
-
-def _items_by_user(rows: Interactions, num_users: int) -> list[np.ndarray]:
-    order = np.argsort(rows.users, kind="stable")
-    users, items = rows.users[order], rows.items[order].astype(np.int64)
-    bounds = np.searchsorted(users, np.arange(num_users + 1))
-    return [items[bounds[u]: bounds[u + 1]] for u in range(num_users)]
+    """The multi-view data of all of ``dataset``'s ratings on ``cfg``'s split and cold-start
+    scenario (:func:`fedrec.algorithms.multiview_common.multiview_split`; reused within
+    :func:`reuse_multiviews`)."""
+    return multiview_split(dataset, cfg.split, cfg.test_fraction, cfg.split_seed,
+                           cfg.held_aside_fraction, cfg.cold_start, cfg.cold_fraction)
 
 
 def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> FederatedJob:
@@ -135,7 +89,7 @@ def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> Federate
     server = FLMVDSSMServer(cfg, mv.item_features.shape[1], dims)
     device_logic = DeviceLogic(cfg, server.upload_size, task.num_items)
     view_logic = ViewLogic(cfg, mv.item_features, dims)
-    parts = {s: _items_by_user(getattr(task, s), task.num_users)
+    parts = {s: items_by_user(getattr(task, s), task.num_users)
              for s in ("train", "valid", "test")}
     # Devices: users with training positives; a cold-start run adds the held-out users (view
     # features, no interactions), who are evaluated but never sampled for training.

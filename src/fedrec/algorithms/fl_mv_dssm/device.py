@@ -14,8 +14,8 @@ from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.fl_mv_dssm.steps import EVALUATE, LOCAL_AGGREGATE, VIEW_PREDICT, VIEW_TRAIN
 from fedrec.algorithms.fl_mv_dssm.view import view_id
 from fedrec.algorithms.mf_common import requested_split
+from fedrec.algorithms.multiview_common import device_ranking_metrics
 from fedrec.core.codec import Payload
-from fedrec.data.types import KNOWN_SPLITS
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import Message
 from fedrec.federation.runtime import PartyContext, PartyLogic
@@ -27,8 +27,6 @@ from fedrec.federation.secure_sum import (
     variant_of,
 )
 from fedrec.federation.steps import step
-from fedrec.metrics.classification import auc
-from fedrec.metrics.ranking import per_user_topk_metrics
 from fedrec.privacy.clipping import clip_l2
 
 
@@ -127,20 +125,6 @@ class DeviceLogic(SecureSumSteps, PartyLogic):
             got = self._from_views(c, VIEW_PREDICT)
             scores = sum(torch.as_tensor(got[n]["probs"]).double() for n in self.cfg.views)
             data: DeviceData = c.data
-            target = np.asarray(getattr(data, f"{split}_items"), dtype=np.int64)
-            known = np.concatenate([np.asarray(getattr(data, f"{s}_items"), dtype=np.int64)
-                                    for s in KNOWN_SPLITS[split]])
-            candidates = np.setdiff1d(np.arange(self.num_items), known)
-            labels = np.isin(candidates, target).astype(np.float64)
-            if not 0 < labels.sum() < len(labels):  # nothing to rank it on
-                out.append({"count": 0})
-                continue
-            scores[torch.from_numpy(known)] = -torch.inf
-            top = torch.topk(scores, min(k, self.num_items)).indices.numpy()
-            hits = np.isin(top, target)[None, :]
-            metrics = per_user_topk_metrics(hits, np.array([len(target)]), (k,))
-            msg: Payload = {name: float(v[0]) for name, v in metrics.items()}
-            msg["AUC"] = auc(scores.numpy()[candidates], labels)
-            msg["count"] = 1
-            out.append(msg)
+            items = {s: getattr(data, f"{s}_items") for s in ("train", "valid", "test")}
+            out.append(device_ranking_metrics(scores, items, split, self.num_items, k))
         return out

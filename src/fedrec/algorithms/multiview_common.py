@@ -1,0 +1,96 @@
+"""Pieces shared by the methods on FL-MV-DSSM's multi-view data (FL-MV-DSSM, FED-MVMF): the
+multi-view build of a loaded dataset (one split for every method, reusable within a process)
+and the federated evaluation of one device's scores (Precision/Recall/NDCG@K and AUC)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from fedrec.core.codec import Payload
+from fedrec.data.fingerprint import fingerprint
+from fedrec.data.multiview import MultiViewData, build_multiview, cold_start
+from fedrec.data.types import KNOWN_SPLITS, Dataset, Interactions, no_rows
+from fedrec.metrics.classification import auc
+from fedrec.metrics.ranking import per_user_topk_metrics
+
+#: Inside :func:`reuse_multiviews`: each split built so far, by data and split options.
+_BUILT: dict[tuple[object, ...], MultiViewData] | None = None
+
+
+@contextlib.contextmanager
+def reuse_multiviews() -> Iterator[None]:
+    """Within the block, :func:`multiview_split` builds the multi-view data of each (data, split
+    options) once and reuses it (a build is seconds of CPU, most of it the SVD view; it is
+    deterministic, so a reused one equals a new one); the cold-start re-split is applied to it
+    each time. For a process that runs many settings on one split (``fedrec reproduce
+    fl-mv-dssm``); outside the block every call builds anew."""
+    global _BUILT
+    outer = _BUILT
+    _BUILT = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _BUILT = outer
+
+
+def multiview_split(dataset: Dataset, split: str, test_fraction: float, split_seed: int,
+                    held_aside_fraction: float, cold: str = "none",
+                    cold_fraction: float = 0.1) -> MultiViewData:
+    """The multi-view data of all of ``dataset``'s ratings, taken in (user, item) order so that
+    it does not depend on how the loader split them, re-split for cold start ``cold``."""
+    if _BUILT is None:
+        mv = _build_multiview(dataset, split, test_fraction, split_seed, held_aside_fraction)
+    else:
+        key = (dataset.name, fingerprint(dataset), split, test_fraction, split_seed,
+               held_aside_fraction)
+        if key not in _BUILT:
+            _BUILT[key] = _build_multiview(dataset, split, test_fraction, split_seed,
+                                           held_aside_fraction)
+        mv = _BUILT[key]
+    return cold_start(mv, cold, cold_fraction, split_seed)
+
+
+def _build_multiview(dataset: Dataset, split: str, test_fraction: float, split_seed: int,
+                     held_aside_fraction: float) -> MultiViewData:
+    rows = Interactions.concat(dataset.train, dataset.valid, dataset.test)
+    order = np.argsort(rows.users.astype(np.int64) * dataset.num_items + rows.items,
+                       kind="stable")
+    every = dataclasses.replace(dataset, train=rows.select(order), valid=no_rows(),
+                                test=no_rows())
+    return build_multiview(every, split, test_fraction, split_seed, held_aside_fraction)
+
+
+def items_by_user(rows: Interactions, num_users: int) -> list[np.ndarray]:
+    """Each user's items in ``rows`` (int64, in row order), by dense user id."""
+    order = np.argsort(rows.users, kind="stable")
+    users, items = rows.users[order], rows.items[order].astype(np.int64)
+    bounds = np.searchsorted(users, np.arange(num_users + 1))
+    return [items[bounds[u]: bounds[u + 1]] for u in range(num_users)]
+
+
+def device_ranking_metrics(scores: torch.Tensor, items: dict[str, np.ndarray], split: str,
+                           num_items: int, k: int) -> Payload:
+    """One device's evaluation message: ``scores`` (float64, one per item) rank every item it
+    has not trained on (:data:`~fedrec.data.types.KNOWN_SPLITS`); its Precision/Recall/NDCG@k
+    on its ``split`` items and the AUC of those items against every other unknown item, with
+    ``count`` 1; ``{"count": 0}`` when it has nothing to rank on. ``items`` holds the device's
+    own items of each split (``train``, ``valid``, ``test``). ``scores`` is changed in place."""
+    target = np.asarray(items[split], dtype=np.int64)
+    known = np.concatenate([np.asarray(items[s], dtype=np.int64) for s in KNOWN_SPLITS[split]])
+    candidates = np.setdiff1d(np.arange(num_items), known)
+    labels = np.isin(candidates, target).astype(np.float64)
+    if not 0 < labels.sum() < len(labels):  # nothing to rank it on
+        return {"count": 0}
+    scores[torch.from_numpy(known)] = -torch.inf
+    top = torch.topk(scores, min(k, num_items)).indices.numpy()
+    hits = np.isin(top, target)[None, :]
+    metrics = per_user_topk_metrics(hits, np.array([len(target)]), (k,))
+    msg: Payload = {name: float(v[0]) for name, v in metrics.items()}
+    msg["AUC"] = auc(scores.numpy()[candidates], labels)
+    msg["count"] = 1
+    return msg
