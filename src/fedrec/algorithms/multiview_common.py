@@ -11,12 +11,33 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.data.fingerprint import fingerprint
-from fedrec.data.multiview import MultiViewData, build_multiview, cold_start
+from fedrec.data.multiview import TASK_SPLITS, MultiViewData, build_multiview, cold_start
 from fedrec.data.types import KNOWN_SPLITS, Dataset, Interactions, no_rows
 from fedrec.metrics.classification import auc
 from fedrec.metrics.ranking import per_user_topk_metrics
+
+
+@dataclasses.dataclass
+class MultiViewSplitConfig(RunConfig):
+    """The split of FL-MV-DSSM's multi-view data (:func:`multiview_split`): one definition for
+    every method on it, so equal options mean equal rows and features."""
+
+    split: str = option("random", "random: FL-MV-DSSM's random 80/20 of all positives | "
+                                  "per-user: 80/20 of each user's")
+    test_fraction: float = option(0.2, "share of the task's positives in the test set")
+    split_seed: int = option(0, "seed of the split and of the held-aside (SVD view) slice")
+    held_aside_fraction: float = option(0.2, "share of each user's positives held aside as "
+                                             "the other app's data (the SVD view's input)")
+
+    def validate(self) -> None:
+        super().validate()
+        check_choice("split", self.split, TASK_SPLITS)
+        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
+        check_range("held_aside_fraction", self.held_aside_fraction, 0.0, 1.0, low_open=True)
+
 
 #: Inside :func:`reuse_multiviews`: each split built so far, by data and split options.
 _BUILT: dict[tuple[object, ...], MultiViewData] | None = None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedrec.config import RunConfig, check_choice, check_range, option
-from fedrec.data.multiview import TASK_SPLITS
+from fedrec.algorithms.multiview_common import MultiViewSplitConfig
+from fedrec.config import check_range, option
 
 
 @dataclass
-class FedMVMFConfig(RunConfig):
+class FedMVMFConfig(MultiViewSplitConfig):
     """FL-MV-DSSM's protocol where the two share a setting (100 rounds, 100 clients a round, its
     split, latent dimension 30, Precision/Recall/NDCG@10 and AUC); the rest are FED-MVMF's and
     FCF's own (confidence weights, L2, the server's Adam)."""
@@ -17,12 +17,6 @@ class FedMVMFConfig(RunConfig):
     rounds: int = option(100)
     eval_every: int = option(10)
     clients_per_round: int = option(100, "clients sampled per round (0 = every client)")
-    split: str = option("random", "random: FL-MV-DSSM's random 80/20 of all positives | "
-                                  "per-user: 80/20 of each user's")
-    test_fraction: float = option(0.2, "share of the task's positives in the test set")
-    split_seed: int = option(0, "seed of the split and of the held-aside (SVD view) slice")
-    held_aside_fraction: float = option(0.2, "share of each user's positives held aside as "
-                                             "the other app's data (the SVD view's input)")
     dim: int = option(30, "latent factors (columns of U, V, A, B)")
     alpha: float = option(4.0, "confidence of a positive: c = 1 + alpha (1 for the rest)")
     reg: float = option(0.1, "lambda: L2 weight on every factor matrix")
@@ -38,9 +32,6 @@ class FedMVMFConfig(RunConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_choice("split", self.split, TASK_SPLITS)
-        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
-        check_range("held_aside_fraction", self.held_aside_fraction, 0.0, 1.0, low_open=True)
         for name in ("dim", "topk"):
             check_range(name, getattr(self, name), 1)
         for name in ("alpha", "reg", "user_view_weight", "item_view_weight"):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedrec.config import RunConfig, check_choice, check_range, option
-from fedrec.data.multiview import COLD_START, TASK_SPLITS, VIEW_NAMES
+from fedrec.algorithms.multiview_common import MultiViewSplitConfig
+from fedrec.config import check_choice, check_range, option
+from fedrec.data.multiview import COLD_START, VIEW_NAMES
 from fedrec.errors import ConfigError
 from fedrec.federation.secure_sum import (
     validate_secure_sum_options,
@@ -15,7 +16,7 @@ from fedrec.federation.secure_sum import (
 
 
 @dataclass
-class FLMVDSSMConfig(RunConfig):
+class FLMVDSSMConfig(MultiViewSplitConfig):
     """The paper's settings (Section V-A): client SGD 0.2, server Adam 0.001, batch 20, 100
     clients per round, 100 rounds; Table I's towers; Gaussian mechanism sigma 1 on the local
     aggregate (the paper's experiments)."""
@@ -23,12 +24,6 @@ class FLMVDSSMConfig(RunConfig):
     rounds: int = option(100)
     eval_every: int = option(10)
     clients_per_round: int = option(100, "devices sampled per round (0 = every device)")
-    split: str = option("random", "random: the paper's random 80/20 of all positives | "
-                                  "per-user: 80/20 of each user's")
-    test_fraction: float = option(0.2, "share of the task's positives in the test set")
-    split_seed: int = option(0, "seed of the split and of the held-aside (view-2) slice")
-    held_aside_fraction: float = option(0.2, "share of each user's positives held aside as "
-                                             "the other app's data (view 2's SVD input)")
     cold_start: str = option("none", "none | users | items | users-items: hold a random "
                                      "cold_fraction of them out of training, test on them "
                                      "(CS-Users, CS-Items, CS-Users-Items)")
@@ -71,13 +66,10 @@ class FLMVDSSMConfig(RunConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_choice("split", self.split, TASK_SPLITS)
-        check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
         check_choice("cold_start", self.cold_start, COLD_START)
         check_range("cold_fraction", self.cold_fraction, 0.0, 1.0, low_open=True)
         if self.cold_fraction == 1.0:
             raise ConfigError("cold_fraction must be below 1: something must stay to train on")
-        check_range("held_aside_fraction", self.held_aside_fraction, 0.0, 1.0, low_open=True)
         if not self.views:
             raise ConfigError("views is empty: a device needs at least one view")
         for name in self.views:
