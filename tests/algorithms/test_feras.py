@@ -200,6 +200,28 @@ def test_a_resumed_run_continues_bit_identically(cora, schedule: str) -> None:
         assert encode({"s": a}) == encode({"s": b}), party
 
 
+@pytest.mark.parametrize("expiry", [0, 1, 2])
+def test_the_sequential_table_forgets_entries_after_table_expiry_iterations(
+        cora, expiry: int) -> None:
+    tr = trainer(cora, iterations_per_round=3, table_expiry=expiry)
+    seen = record(tr)
+    tr.train_round(1)
+    # Host-0 runs first in each iteration: at iteration t it sees its own upload and the other
+    # hosts' entries of iterations t - expiry + 1 .. t - 1 (all earlier ones with expiry 0).
+    ups = [m.payload for m in seen if m.step == EMBED and m.receiver == AGGREGATOR]
+    downs = [m.payload for m in seen if m.step == AVERAGE_EMBEDDINGS and m.sender == AGGREGATOR]
+    assert len(ups) == len(downs) == 12
+    for t in range(3):
+        first = 4 * t
+        window = range(4 * max(0, t - expiry + 1) if expiry else 0, first + 1)
+        held = set().union(*(set(array(ups[i]["seen"]).tolist()) for i in window))
+        expected = sorted(set(array(ups[first]["nodes"]).tolist()) & held)
+        assert array(downs[first]["nodes"]).tolist() == expected, (t, expiry)
+    if expiry == 1:  # host-0 alone: its own embeddings come back
+        np.testing.assert_array_equal(array(downs[8]["embeddings"]),
+                                      array(ups[8]["embeddings"]))
+
+
 def test_a_metadata_only_graph_builds_the_same_parties(cora) -> None:
     cfg = resolve_config("feras", "cora", overrides=FAST)
     real = build_feras_job(cfg, cora, CPU)
@@ -224,6 +246,8 @@ def test_the_shared_layer_takes_the_average_and_passes_the_gradient_to_the_own_v
     ({"private_fraction": -0.1}, "private_fraction must be >= 0.0"),
     ({"walk_length": 0}, "walk_length must be >= 1"),
     ({"schedule": "async"}, "schedule must be one of sequential, synchronous"),
+    ({"table_expiry": -1}, "table_expiry must be >= 0"),
+    ({"table_expiry": 2, "schedule": "synchronous"}, "table_expiry ages the sequential"),
 ])
 def test_bad_input_is_a_one_line_config_error(overrides: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:

@@ -12,6 +12,8 @@ some host's source holds, the plain mean over the hosts whose source holds it. T
 * ``persist`` (the sequential schedule, the paper's "embedding sharing table"): a table of the
   latest embedding each host computed for each node it sees, updated by each upload and kept
   across iterations and rounds, so a host sees the latest embeddings of the hosts before it;
+  with ``expiry`` (the ``table_expiry`` option) an entry uploaded at iteration ``s`` is
+  forgotten from iteration ``s + expiry`` on (1: only the current iteration's uploads);
 * otherwise (synchronous schedule, evaluation): this call's uploads only.
 
 Nodes of a host's upload that no source holds (no host that sees it has sampled it) are left out
@@ -67,6 +69,17 @@ class FerasAggregator(PartyLogic):
         held[seen] = True
         return emb, held
 
+    def _expire(self, ctx: PartyContext, uploads: list, iteration: int, expiry: int) -> None:
+        """Stamp this call's uploads with ``iteration`` and drop every table entry uploaded
+        ``expiry`` or more iterations ago. The stamps exist only in runs with an expiry (a
+        run without one keeps today's state, bit for bit)."""
+        stamps: dict[Any, torch.Tensor] = ctx.state.setdefault("stamps", {})
+        for m in uploads:
+            stamp = stamps.setdefault(m.sender, torch.zeros(self.num_nodes, dtype=torch.long))
+            stamp[torch.as_tensor(m.payload["seen"]).long()] = iteration
+        for host, (_, held) in ctx.state["table"].items():
+            held &= stamps[host] > iteration - expiry
+
     @step(AVERAGE_EMBEDDINGS)
     def average_embeddings(self, ctx: PartyContext, payload: Payload) -> Routed:
         self._keep_weights(ctx)
@@ -81,6 +94,8 @@ class FerasAggregator(PartyLogic):
                 seen = torch.as_tensor(m.payload["seen"]).long()
                 emb[seen] = torch.as_tensor(m.payload["embeddings"]).float()
                 held[seen] = True
+            if "expiry" in payload:
+                self._expire(ctx, uploads, int(payload["iteration"]), int(payload["expiry"]))
             sources = list(table.values())
         else:
             sources = [self._dense(m.payload) for m in uploads]

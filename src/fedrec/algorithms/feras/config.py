@@ -29,6 +29,9 @@ class FerasConfig(SaintSamplerConfig):
     schedule: str = option("sequential", "sequential: hosts one after another, each on the "
                                          "latest shared embeddings (the paper's); synchronous: "
                                          "all hosts in parallel, the AS averages")
+    table_expiry: int = option(0, "sequential schedule: the AS forgets a table entry this many "
+                                  "iterations after its upload (1: only the current "
+                                  "iteration's; 0: never, the paper's table)")
     share: str = option("embeddings+weights", "what the hosts share through the AS: "
                                               "embeddings+weights (Feras), weights (GraphSAINT-"
                                               "SW, FedAvg every q iterations) or none (isolated "
@@ -50,6 +53,10 @@ class FerasConfig(SaintSamplerConfig):
         check_range("private_fraction", self.private_fraction, 0.0, 1.0)
         check_range("weight_every", self.weight_every, 1)
         check_range("iterations_per_round", self.iterations_per_round, 1)
+        check_range("table_expiry", self.table_expiry, 0)
+        if self.table_expiry and self.schedule != "sequential":
+            raise ConfigError("table_expiry ages the sequential schedule's table; the "
+                              f"{self.schedule} schedule keeps none")
         check_range("walk_length", self.walk_length, 1)
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("share", self.share, SHARING)

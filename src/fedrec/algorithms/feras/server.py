@@ -53,9 +53,12 @@ class FerasServer(ServerLogic):
             rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": False}})
             replies = rt.broadcast(TRAIN, hosts, request)
         else:  # sequential: each host on the table as the hosts before it left it
+            average: Payload = {"persist": True}
+            if self.cfg.table_expiry:  # the AS needs the iteration only to age its entries
+                average = {**average, "iteration": t, "expiry": self.cfg.table_expiry}
             for host in hosts:
                 rt.broadcast(EMBED, [host], request)
-                rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: {"persist": True}})
+                rt.call(AVERAGE_EMBEDDINGS, {AGGREGATOR: average})
                 replies.update(rt.broadcast(TRAIN, [host], request))
         if request["share_weights"]:
             rt.call(AVERAGE_WEIGHTS, {AGGREGATOR: {}})
