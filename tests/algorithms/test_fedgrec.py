@@ -1,6 +1,6 @@
 """FedGRec on real ML-100K: it learns above most-popular, the server's latent tables are the sums
-of every user's latest contribution, the secure and plain sums give one model, changing one
-client's data changes only its messages, and bad input has a defined behaviour."""
+of every user's latest contribution, the secure and plain (dense or sparse) sums give one model,
+changing one client's data changes only its messages, and bad input has a defined behaviour."""
 
 from __future__ import annotations
 
@@ -137,15 +137,21 @@ def test_secure_and_plain_sums_give_the_same_model(ml100k: RatingDataset) -> Non
     small = first_users(ml100k, 24)
     opts = {**SMALL, "clients_per_round": 8, "dim": 4}
     plain, _ = trainer(small, **opts)
+    # Sparse uploads, summed three clients at a time as they come.
+    sparse, _ = trainer(small, **{**opts, "plain_upload": "sparse", "plain_sum_part": 3})
     secure, _ = trainer(small, **{**opts, "secure_aggregation": True})
-    run(plain, 3)
-    run(secure, 3)
-    a, b = plain.job.server, secure.job.server
-    # Both sum the same fixed-point ring elements (masks cancel exactly): the same model.
-    assert torch.equal(a.item_emb, b.item_emb) and torch.equal(a.latent, b.latent)
-    assert plain.evaluate() == secure.evaluate()
+    for t in (plain, sparse, secure):
+        run(t, 3)
+    a = plain.job.server
+    # All sum the same fixed-point ring elements (masks cancel exactly, zeros encode to
+    # zero, the ring sum does not depend on the parts): the same model.
+    for b in (sparse.job.server, secure.job.server):
+        assert torch.equal(a.item_emb, b.item_emb) and torch.equal(a.latent, b.latent)
+    assert plain.evaluate() == secure.evaluate() == sparse.evaluate()
     steps = secure.ledger.totals()
     assert steps["bytes_total"] > plain.ledger.totals()["bytes_total"]
+    # The sparse plain upload sends a client's nonzero entries only: fewer bytes up.
+    assert sparse.ledger.totals()["bytes_up"] < plain.ledger.totals()["bytes_up"] / 2
     def steps_of(t: FederatedTrainer) -> set[str]:
         return {name.split(" ")[0] for name in t.ledger.by_step()}
 
@@ -202,7 +208,8 @@ def test_changing_one_clients_data_changes_only_its_messages(ml100k_60) -> None:
 
 def test_bad_input_and_edge_cases(ml100k_60) -> None:
     for bad in ({"num_layers": -1}, {"refresh_period": -1}, {"download": "some"},
-                {"loss": "hinge"}, {"lr": 0.0}, {"local_steps": 0}, {"secagg_bits": 8}):
+                {"loss": "hinge"}, {"lr": 0.0}, {"local_steps": 0}, {"secagg_bits": 8},
+                {"plain_upload": "zip"}, {"plain_sum_part": -1}):
         with pytest.raises(ConfigError):
             config(**bad)
     # K = 0: federated BPR-MF, no warm-up, no latent tables; uploads [loss | delta | rows].

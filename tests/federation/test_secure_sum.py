@@ -33,7 +33,14 @@ from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation import SERVER
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
-from fedrec.federation.secure_sum import SECAGG_STEPS, secure_sum_config, threshold_count
+from fedrec.federation.secure_sum import (
+    SECAGG_STEPS,
+    PlainSum,
+    SparseUpload,
+    plain_message,
+    secure_sum_config,
+    threshold_count,
+)
 from fedrec.privacy.prg import prg_accumulate
 from fedrec.privacy.secagg import _MASK_INFO, _kdf, _mask_sign, _pair
 
@@ -291,3 +298,41 @@ def test_secaggplus_options_are_checked() -> None:
             build_config(FCFConfig, "fcf", "ml-100k", overrides=bad)
     with pytest.raises(ConfigError, match="no SecAgg\\+ graph on 10 clients"):
         secure_sum_config(5, 10, 0.6, 1.0, 32, variant="secagg+", corrupt=0.5, dropout=0.5)
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_plain_sum_of_sparse_and_dense_uploads_is_the_same(bits: int) -> None:
+    """A plain upload sent dense or as its nonzero entries sums to the same ring element, part
+    by part or whole, and decodes to the sum of the clipped inputs within the grid."""
+    rng = np.random.default_rng(0)
+    size, n = 500, 7
+    cfg = secure_sum_config(size, n, 0.6, 1.0, bits)
+    uploads = []
+    for _ in range(n):
+        at = rng.choice(size, 40, replace=False)
+        uploads.append(SparseUpload(size, at.astype(np.int64), rng.normal(0, 0.8, 40)))
+    dense, sparse = PlainSum(cfg), PlainSum(cfg)
+    for u, up in enumerate(uploads):
+        dense.add(u, plain_message(up, cfg, "dense"))
+        msg = plain_message(up, cfg, "sparse")
+        assert msg["x"].size == 40  # only the nonzero entries travel
+        sparse.add(u, msg)
+        # A dense vector given to the sparse form keeps exactly its nonzero entries.
+        assert np.array_equal(plain_message(up.dense(), cfg, "sparse")["x"],
+                              msg["x"][np.argsort(up.at)])
+    (a, ca), (b, cb) = dense.result(), sparse.result()
+    assert ca == cb == n and np.array_equal(a, b)
+    want = np.clip(np.stack([up.dense() for up in uploads]), -1, 1).sum(0)
+    assert np.abs(a - want).max() <= n * 0.5 / cfg.encoder.scale + 1e-12
+
+
+def test_plain_sum_rejects_malformed_uploads() -> None:
+    cfg = secure_sum_config(10, 2, 0.6, 1.0, 32)
+    x = cfg.encoder.encode(np.ones(3))
+    for bad in ({"x": x}, {"x": x.astype(np.int64)},
+                {"x": x, "at": np.array([0, 1, 10])}, {"x": x, "at": np.array([0, 1])},
+                {"x": x, "at": np.array([-1, 1, 2])}, {"x": x, "at": np.array([0., 1., 2.])}):
+        with pytest.raises(ProtocolError):
+            PlainSum(cfg).add(0, bad)
+    with pytest.raises(ConfigError):
+        plain_message(np.ones(10), cfg, "zip")

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,16 +77,21 @@ from fedrec.privacy.secagg_plus import (
 )
 
 __all__ = [
+    "PLAIN_FORMATS",
     "SECAGG_STEPS",
     "VARIANTS",
+    "PlainSum",
     "SecureSumClient",
     "SecureSumResult",
     "SecureSumSteps",
+    "SparseUpload",
+    "plain_message",
     "protection_text",
     "run_secure_sum",
     "secure_sum_config",
     "secure_sum_request",
     "sum_cohort",
+    "sum_streamed",
     "threshold_count",
     "validate_secure_sum_options",
     "variant_of",
@@ -190,6 +195,45 @@ def secure_sum_request(cohort: int) -> Payload:
     return {REQUEST_KEY: int(cohort)}
 
 
+PLAIN_FORMATS = ("dense", "sparse")
+
+
+@dataclass
+class SparseUpload:
+    """One client's input to a sum, a vector of ``size`` floats given by its nonzero entries:
+    ``values[i]`` at position ``at[i]`` (distinct positions), zero elsewhere. An algorithm
+    builds this when its dense vector is mostly zeros (a client's few item rows of a large
+    table), so that a plain sum need never hold it densely; :meth:`dense` is the vector a
+    secure sum masks."""
+
+    size: int
+    at: np.ndarray  # int64 positions
+    values: np.ndarray  # float64
+
+    def dense(self) -> np.ndarray:
+        x = np.zeros(self.size)
+        x[self.at] = self.values
+        return x
+
+
+def plain_message(x: np.ndarray | SparseUpload, config: SecAggConfig,
+                  form: str = "dense") -> Payload:
+    """A plain-sum upload: the input clipped and fixed-point encoded by ``config.encoder``,
+    exactly what the secure sum would mask. ``form: dense`` sends the whole vector
+    ``{"x"}``; ``sparse`` sends its nonzero encodings and their positions ``{"x", "at"}``. The
+    two carry the same information (a plain vector shows its zeros) and give the same sum bit
+    for bit, since zero encodes to zero; sparse costs 12 bytes per nonzero instead of 4 or 8 per
+    coordinate."""
+    check_choice("plain upload form", form, PLAIN_FORMATS)
+    enc = config.encoder
+    if form == "dense":
+        return {"x": enc.encode(x.dense() if isinstance(x, SparseUpload) else x)}
+    if not isinstance(x, SparseUpload):
+        at = np.flatnonzero(x)
+        x = SparseUpload(int(np.size(x)), at, np.asarray(x, dtype=np.float64).ravel()[at])
+    return {"x": enc.encode(x.values), "at": np.asarray(x.at, dtype=np.int64)}
+
+
 class SecureSumClient:
     """A client's half of the secure sum, for an algorithm's :class:`PartyLogic` to call.
 
@@ -215,15 +259,30 @@ class SecureSumClient:
     def client_type(self) -> type[SecAggClient]:
         return SecAggPlusClient if self.variant == "secagg+" else SecAggClient
 
-    def advertise(self, ctx: PartyContext, x: np.ndarray, request: Payload) -> Payload:
-        """Step 1: keep ``x`` (this client's input) for the masking step; return the public
-        keys. ``request`` is the step's request holding :func:`secure_sum_request`."""
+    def config_for(self, ctx: PartyContext, size: int, request: Payload) -> SecAggConfig:
+        """The public parameters of a sum of ``size`` floats over the cohort ``request`` names
+        (:func:`secure_sum_request`), from this client's own options."""
         if REQUEST_KEY not in request:
             raise ProtocolError(f"client {ctx.party}: request names no secure-sum cohort")
+        return secure_sum_config(size, int(request[REQUEST_KEY]), self.threshold, self.clip,
+                                 self.modulus_bits, variant=self.variant, corrupt=self.corrupt,
+                                 dropout=self.dropout)
+
+    def plain(self, ctx: PartyContext, x: np.ndarray | SparseUpload, request: Payload,
+              form: str = "dense") -> Payload:
+        """The plain-sum upload of ``x`` (:func:`plain_message`): what :meth:`advertise` and
+        the masking step would send masked, for runs without secure aggregation."""
+        size = x.size if isinstance(x, SparseUpload) else int(np.size(x))
+        return plain_message(x, self.config_for(ctx, size, request), form)
+
+    def advertise(self, ctx: PartyContext, x: np.ndarray | SparseUpload,
+                  request: Payload) -> Payload:
+        """Step 1: keep ``x`` (this client's input) for the masking step; return the public
+        keys. ``request`` is the step's request holding :func:`secure_sum_request`."""
+        if isinstance(x, SparseUpload):
+            x = x.dense()
         x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).ravel())
-        cfg = secure_sum_config(x.size, int(request[REQUEST_KEY]), self.threshold, self.clip,
-                                self.modulus_bits, variant=self.variant, corrupt=self.corrupt,
-                                dropout=self.dropout)
+        cfg = self.config_for(ctx, x.size, request)
         client = self.client_type(int(ctx.party), cfg, self.rand_factory(ctx.party))
         keys = client.advertise_keys()
         self._save(ctx, client, x)
@@ -283,6 +342,37 @@ class SecureSumSteps:
         return self.secure.unmask(ctx, payload)
 
 
+class PlainSum:
+    """The ring sum of plain uploads (:func:`plain_message`, either form), added one reply at a
+    time so that a caller can sum a cohort in parts without holding every reply; ``result``
+    decodes. A mistyped, mis-sized or out-of-range upload is a :class:`ProtocolError`."""
+
+    def __init__(self, config: SecAggConfig) -> None:
+        self.encoder = config.encoder
+        self.size = config.dim
+        self.total = np.zeros(self.size, dtype=self.encoder.dtype)
+        self.count = 0
+
+    def add(self, party: PartyId, reply: Payload) -> None:
+        x, at, dtype = reply.get("x"), reply.get("at"), self.encoder.dtype
+        if not isinstance(x, np.ndarray) or x.dtype != dtype or x.ndim != 1:
+            raise ProtocolError(f"{party}: upload is not a {dtype.__name__} vector")
+        if at is None:
+            if x.shape != (self.size,):
+                raise ProtocolError(f"{party}: upload has length {x.size}, not {self.size}")
+            np.add(self.total, x, out=self.total)
+        else:
+            if (not isinstance(at, np.ndarray) or at.dtype != np.int64 or at.shape != x.shape
+                    or (at.size and (at.min() < 0 or at.max() >= self.size))):
+                raise ProtocolError(f"{party}: sparse upload's positions are not int64 "
+                                    f"positions below {self.size}, one per value")
+            np.add.at(self.total, at, x)  # a repeated position adds; wraps mod 2^bits
+        self.count += 1
+
+    def result(self) -> tuple[np.ndarray, int]:
+        return self.encoder.decode(self.encoder.reduce(self.total.copy())), self.count
+
+
 @dataclass
 class SecureSumResult:
     """What the server learns: the sum of the survivors' inputs, and who is in it."""
@@ -298,24 +388,38 @@ def sum_cohort(rt: Runtime, replies: Mapping[PartyId, Payload], config: SecAggCo
     """The decoded sum of a cohort's dense uploads and how many are in it.
 
     ``secure``: the replies are the step-1 adverts and :func:`run_secure_sum` sums the masked
-    inputs. Otherwise each reply's ``"x"`` is the input already clipped and fixed-point encoded
-    by ``config.encoder`` (what the secure sum would mask), summed in the ring and decoded: the
-    same total bit for bit, for runs that leave the masking out (the ledger then counts the
-    plain messages). A missing, mistyped or mis-sized upload is a :class:`ProtocolError`."""
+    inputs. Otherwise each reply is a :func:`plain_message` (what the secure sum would mask),
+    summed in the ring and decoded by :class:`PlainSum`: the same total bit for bit, for runs
+    that leave the masking out (the ledger then counts the plain messages). A missing,
+    mistyped or mis-sized upload is a :class:`ProtocolError`."""
     if secure:
         result = run_secure_sum(rt, replies, config)
         return result.total, len(result.survivors)
     if not replies:
         raise ProtocolError(f"round {rt.round}: no upload arrived")
-    enc, size = config.encoder, config.dim
-    total = np.zeros(size, dtype=enc.dtype)
+    acc = PlainSum(config)
     for party, reply in replies.items():
-        x = reply.get("x")
-        if not isinstance(x, np.ndarray) or x.dtype != enc.dtype or x.shape != (size,):
-            raise ProtocolError(f"{party}: upload is not a {enc.dtype.__name__} vector of "
-                                f"length {size}")
-        np.add(total, x, out=total)
-    return enc.decode(enc.reduce(total)), len(replies)
+        acc.add(party, reply)
+    return acc.result()
+
+
+def sum_streamed(rt: Runtime, targets: Sequence[PartyId],
+                 send: Callable[[list[PartyId]], Mapping[PartyId, Payload]],
+                 config: SecAggConfig, *, secure: bool, part: int = 0) -> tuple[np.ndarray, int]:
+    """:func:`sum_cohort` of the uploads that ``send(targets)`` returns (the algorithm's step
+    that ends with the upload). A plain sum asks ``part`` targets at a time (0: all at once)
+    and adds each reply as it comes, so the server never holds more than ``part`` uploads;
+    the total is the same ring sum whatever ``part`` is. A secure sum masks over the whole
+    cohort, so ``send`` is called once with every target."""
+    if secure or part <= 0 or part >= len(targets):
+        return sum_cohort(rt, send(list(targets)), config, secure=secure)
+    acc = PlainSum(config)
+    for start in range(0, len(targets), part):
+        for party, reply in send(list(targets[start: start + part])).items():
+            acc.add(party, reply)
+    if acc.count == 0:
+        raise ProtocolError(f"round {rt.round}: no upload arrived")
+    return acc.result()
 
 
 def run_secure_sum(rt: Runtime, advertised: Mapping[PartyId, Payload],

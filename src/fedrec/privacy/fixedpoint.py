@@ -84,8 +84,9 @@ class FixedPointEncoder:
     def decode(self, v: np.ndarray) -> np.ndarray:
         """Centred lift of a ring element (a sum of <= max_summands encodings) to floats."""
         v = self.reduce(np.array(v, dtype=self.dtype))
-        signed = v.astype(np.int64) if self.modulus_bits < 64 else v.view(np.int64)
-        if self.modulus_bits < 64:
-            half = 1 << (self.modulus_bits - 1)
-            signed = np.where(signed >= half, signed - (1 << self.modulus_bits), signed)
+        if self.modulus_bits in (32, 64):  # the centred lift is the two's-complement view
+            return v.view(np.int32 if self.modulus_bits == 32 else np.int64) / self.scale
+        signed = v.astype(np.int64)
+        half = 1 << (self.modulus_bits - 1)
+        signed = np.where(signed >= half, signed - (1 << self.modulus_bits), signed)
         return signed.astype(np.float64) / self.scale

@@ -258,8 +258,10 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                     for m in ("fedgrec", "fedgrec-k0"))
         if full and k0:
             (a, sa), (b, sb) = mean_std(full), mean_std(k0)
+            spread = (f"std over seeds {sa:.4f} and {sb:.4f}" if min(len(full), len(k0)) > 1
+                      else "fewer than two seeds so far: no spread measured")
             lines.append(f"{ds}: the latent embeddings add {a - b:+.4f} Recall@20 over K = 0 "
-                         f"(std over seeds {sa:.4f} and {sb:.4f}).\n")
+                         f"({spread}).\n")
     lines.append("![accuracy](accuracy.png)\n")
 
     def bar_panel(ax: Any) -> None:
@@ -317,7 +319,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
         ax.bar(range(len(cbars)), [b[1] for b in cbars])
         ax.set_xticks(range(len(cbars)), [b[0] for b in cbars], rotation=30, fontsize=7)
         ax.set_ylabel("bytes up per client")
-        ax.set_yscale("log")
+        if any(b[1] > 0 for b in cbars):  # a partial report (--report-only) may have none
+            ax.set_yscale("log")
 
     plot(out / "communication.png", [comm_panel], "FedGRec upload per client, ML-100K")
 

@@ -56,7 +56,12 @@ recomputed from the current tables.
 
 Every upload is a sum (``secure_aggregation: true``, the default: Bonawitz et al.'s secure sum,
 :mod:`fedrec.federation.secure_sum`; ``false``: a plain sum of the same clipped, fixed-point
-encoded vectors, so both give the same model). A client records a latent contribution as the
+encoded vectors, so both give the same model). A plain upload travels whole (``plain_upload:
+dense``) or as its nonzero entries and their positions (``sparse``: the same sum bit for bit, and
+what a large catalogue needs: a Gowalla upload has 40,981 x (64 x 4 + 1) coordinates, of which a
+client fills a few hundred rows; without masking the dense form hides nothing the sparse one
+shows). Each client builds its upload from its own rows, never a dense table, so a plain sum
+costs what the client's rows cost. A client records a latent contribution as the
 server's once its upload is in the sum (the masking step, or the plain reply): a client that
 drops before that is not counted and sends the whole change next time.
 

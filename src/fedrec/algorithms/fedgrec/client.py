@@ -29,11 +29,10 @@ from fedrec.errors import ProtocolError
 from fedrec.federation.runtime import PartyContext, PartyLogic, cohort_seeds
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (
-    REQUEST_KEY,
     STEP_MASK,
     SecureSumClient,
     SecureSumSteps,
-    secure_sum_config,
+    SparseUpload,
     variant_of,
 )
 from fedrec.federation.steps import step
@@ -100,21 +99,18 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                 dtype=torch.float64), "contributions": 0}
 
     # -- the upload ---------------------------------------------------------------------------
-    def upload(self, ctx: PartyContext, x: np.ndarray, request: Payload,
+    def upload(self, ctx: PartyContext, x: SparseUpload, request: Payload,
                pending: torch.Tensor | None) -> Payload:
-        """Step 4's message for dense vector ``x``: the secure sum's keys, or (plain sum) ``x``
-        clipped and fixed-point encoded exactly as the secure sum would. ``pending``: the
-        latent sources this upload contributes, recorded once the upload is in the sum."""
-        if REQUEST_KEY not in request:
-            raise ProtocolError(f"client {ctx.party}: request names no cohort size")
+        """Step 4's message for the vector ``x`` (built from its nonzero entries): the secure
+        sum's keys (of ``x`` dense), or (plain sum) ``x`` clipped and fixed-point encoded
+        exactly as the secure sum would, in the ``plain_upload`` form. ``pending``: the latent
+        sources this upload contributes, recorded once the upload is in the sum."""
         ctx.state[PENDING] = pending
         if self.cfg.secure_aggregation:
             return self.secure.advertise(ctx, x, request)
-        enc = secure_sum_config(x.size, int(request[REQUEST_KEY]), self.cfg.secagg_threshold,
-                                self.cfg.secagg_clip, self.cfg.secagg_bits,
-                                **variant_of(self.cfg)).encoder
+        out = self.secure.plain(ctx, x, request, self.cfg.plain_upload)
         commit(ctx.state)
-        return {"x": enc.encode(x)}
+        return out
 
     @step(STEP_MASK)
     def secagg_mask(self, ctx: PartyContext, payload: Payload) -> Payload:
@@ -130,9 +126,9 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         """Algorithm 1's degree count: each client's indicator of its items, dense."""
         out = []
         for c in ctxs:
-            x = np.zeros(self.num_items)
+            items = np.asarray(c.data.train_items, dtype=np.int64)
             # A count of 1 is sent as secagg_clip, the largest value the sum carries exactly.
-            x[np.asarray(c.data.train_items, dtype=np.int64)] = self.cfg.secagg_clip
+            x = SparseUpload(self.num_items, items, np.full(len(items), self.cfg.secagg_clip))
             out.append(self.upload(c, x, payload, None))
         return out
 
@@ -154,13 +150,13 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             for i, c in enumerate(ctxs):
                 c.state["latent"][layer - 2] = source[i].float()
         out = []
-        for i, c in enumerate(ctxs):
+        for i, (c, seg) in enumerate(zip(ctxs, segments(rows.counts), strict=True)):
             sent = c.state["sent"].clone()
-            delta, capped = self.capped_change(source[i][None] - sent[layer - 1][None], w,
-                                               rows, i)
+            delta, capped = self.capped_change(source[i][None] - sent[layer - 1][None], w[seg])
             sent[layer - 1] = sent[layer - 1] + delta[0] if bool(capped[0]) else source[i]
-            dense = contribution_rows(rows, w, i, delta, self.num_items)
-            out.append(self.upload(c, dense.numpy().ravel(), payload, sent))
+            at, values = contribution_rows(rows.items[seg], w[seg], delta, self.num_items)
+            out.append(self.upload(c, SparseUpload(self.num_items * self.cfg.dim, at, values),
+                                   payload, sent))
         return out
 
     # -- a round ------------------------------------------------------------------------------
@@ -255,39 +251,44 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             client_loss.sum().backward()
             opt.step()
         client_loss = client_loss.detach().cpu()
-        # Step 4: the dense upload [loss | delta e_t^0 | rows trained | latent deltas].
+        # Step 4: the dense upload [loss | delta e_t^0 | rows trained | latent deltas], built
+        # from each client's rows: pairs and training rows are sorted by client.
         delta_q = (q.detach() - q0).double().cpu()
-        pair_local, pair_item = pair_local.cpu(), pair_item.cpu()
+        pair_item = pair_item.cpu()
+        pair_segs = segments(np.bincount(pair_local.cpu().numpy(), minlength=m))
+        size = 1 + n_items * (d + 1) + (k_layers * n_items * d if refresh else 0)
         out = []
-        for i, c in enumerate(ctxs):
+        for i, (c, pseg, rseg) in enumerate(zip(ctxs, pair_segs, segments(rows.counts),
+                                                strict=True)):
             c.state["e0"] = p[i].detach().cpu().clone()
-            mine = pair_local == i
-            parts = [np.array([float(client_loss[i])]),
-                     dense_rows(pair_item[mine], delta_q[mine], n_items).ravel(),
-                     dense_rows(pair_item[mine], cfg.secagg_clip * torch.ones(int(mine.sum()), 1,
-                                dtype=torch.float64), n_items).ravel()]
+            mine = pair_item[pseg]
+            at = [np.zeros(1, dtype=np.int64), row_positions(mine, d, 1),
+                  1 + n_items * d + mine.numpy()]
+            values = [np.array([float(client_loss[i])]), delta_q[pseg].numpy().ravel(),
+                      np.full(len(mine), cfg.secagg_clip)]
             pending = None
             if refresh and k_layers:
                 sources = torch.stack([c.state["e0"], *c.state["latent"][: k_layers - 1]])
-                delta, capped = self.capped_change(sources.double() - c.state["sent"], w,
-                                                   rows, i)
+                delta, capped = self.capped_change(sources.double() - c.state["sent"], w[rseg])
                 # Exactly the sources where the whole change is sent.
                 pending = torch.where(capped[:, None], c.state["sent"] + delta,
                                       sources.double())
-                parts.append(contribution_rows(rows, w, i, delta, n_items).numpy().ravel())
-            out.append(self.upload(c, np.concatenate(parts), requests[i], pending))
+                lat_at, lat_values = contribution_rows(rows.items[rseg], w[rseg], delta, n_items)
+                at.append(1 + n_items * (d + 1) + lat_at)
+                values.append(lat_values)
+            x = SparseUpload(size, np.concatenate(at), np.concatenate(values))
+            out.append(self.upload(c, x, requests[i], pending))
         return out
 
-    def capped_change(self, delta: torch.Tensor, w: torch.Tensor, rows: CohortRows,
-                      client: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The part of the change ``delta`` ([L, d]) of client ``client``'s latent sources that
-        it sends now: all of it, unless a row ``delta[l] / sqrt(|N_u| |N_t|)`` would leave
-        ``[-secagg_clip, secagg_clip]``; then that layer's change scaled down to fit, the rest
-        left for its next refresh (so the server's tables stay sums of what each client
-        recorded as sent, never clipped behind its back). Also returns which layers were
-        scaled down."""
-        mine = rows.local == client
-        w_max = float(w[mine].max()) if bool(mine.any()) else 0.0
+    def capped_change(self, delta: torch.Tensor,
+                      w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The part of the change ``delta`` ([L, d]) of a client's latent sources that it sends
+        now, given the weights ``w`` of its training rows: all of it, unless a row
+        ``delta[l] / sqrt(|N_u| |N_t|)`` would leave ``[-secagg_clip, secagg_clip]``; then that
+        layer's change scaled down to fit, the rest left for its next refresh (so the server's
+        tables stay sums of what each client recorded as sent, never clipped behind its back).
+        Also returns which layers were scaled down."""
+        w_max = float(w.max()) if len(w) else 0.0
         peak = delta.abs().amax(dim=1) * w_max
         room = self.cfg.secagg_clip * (1 - 1e-9)  # the scaled rows stay inside the clip
         scale = torch.where(peak > self.cfg.secagg_clip, room / peak.clamp(min=1e-300),
@@ -357,19 +358,25 @@ def propagate_to_users(rows: CohortRows, item_rows: torch.Tensor, w: torch.Tenso
     return bipartite_propagate(item_rows, idx, rows.local, w, num_clients).float()
 
 
-def contribution_rows(rows: CohortRows, w: torch.Tensor, client: int, sources: torch.Tensor,
-                      num_items: int) -> torch.Tensor:
-    """Client ``client``'s dense contribution ``[L, N, d]`` (float64) of ``sources`` ``[L, d]``:
-    row ``t`` of layer ``l`` is ``sources[l] / sqrt(|N_u| |N_t|)`` for its items, 0 elsewhere."""
-    mine = rows.local == client
-    items, wt = rows.items[mine].cpu(), w[mine].double().cpu()
-    out = torch.zeros(len(sources), num_items, sources.shape[1], dtype=torch.float64)
-    out[:, items] = wt[None, :, None] * sources.double().cpu()[:, None, :]
-    return out
+def segments(counts: np.ndarray) -> list[slice]:
+    """The slice of each client's entries in rows concatenated client by client."""
+    ends = np.cumsum(counts).tolist()
+    return [slice(e - int(n), e) for e, n in zip(ends, counts.tolist(), strict=True)]
 
 
-def dense_rows(items: torch.Tensor, values: torch.Tensor, num_items: int) -> np.ndarray:
-    """``values`` ([n, d]) placed at rows ``items`` of a zero ``[num_items, d]`` array."""
-    out = torch.zeros(num_items, values.shape[1], dtype=torch.float64)
-    out[items.cpu()] = values.double().cpu()
-    return out.numpy()
+def row_positions(items: torch.Tensor, dim: int, offset: int = 0) -> np.ndarray:
+    """Flat positions of rows ``items`` of a ``[N, dim]`` block starting at ``offset``."""
+    return (offset + items.cpu().numpy()[:, None] * dim + np.arange(dim)).ravel()
+
+
+def contribution_rows(items: torch.Tensor, w: torch.Tensor, sources: torch.Tensor,
+                      num_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """A client's contribution ``[L, N, d]`` of ``sources`` ``[L, d]``, as the flat positions
+    and float64 values of its nonzero rows: row ``t`` of layer ``l`` is ``sources[l] /
+    sqrt(|N_u| |N_t|)`` for the client's items ``items`` (weights ``w``), 0 elsewhere."""
+    layers, d = sources.shape
+    wt = w.double().cpu()
+    values = wt[None, :, None] * sources.double().cpu()[:, None, :]  # [L, n, d]
+    at = [row_positions(items, d, layer * num_items * d) for layer in range(layers)]
+    return (np.concatenate(at) if at else np.zeros(0, dtype=np.int64),
+            values.numpy().ravel())

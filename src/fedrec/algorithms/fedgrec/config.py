@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.federation.secure_sum import (
+    PLAIN_FORMATS,
     validate_secure_sum_options,
     variant_of,
     variant_option,
@@ -39,6 +40,12 @@ class FedGRecConfig(ImplicitSplitConfig):
                                    "rows: only its rows (the server learns which)")
     secure_aggregation: bool = option(True, "true: a secure sum (secagg_variant); false: a plain "
                                             "sum of the same clipped, fixed-point uploads")
+    plain_upload: str = option("dense", "secure_aggregation false: dense (the whole encoded "
+                                        "vector) | sparse (its nonzero entries and their "
+                                        "positions: the same sum, far fewer bytes)")
+    plain_sum_part: int = option(1000, "secure_aggregation false: the server asks this many "
+                                       "clients at a time and adds their uploads as they come "
+                                       "(0: the whole cohort at once); the same sum")
     secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
                                           "survive each step, in (0.5, 1]")
     secagg_clip: float = option(1.0, "bound of every upload coordinate: item updates are "
@@ -52,11 +59,12 @@ class FedGRecConfig(ImplicitSplitConfig):
         super().validate()
         for name in ("dim", "local_steps", "num_negatives"):
             check_range(name, getattr(self, name), 1)
-        for name in ("num_layers", "refresh_period", "clients_per_round"):
+        for name in ("num_layers", "refresh_period", "clients_per_round", "plain_sum_part"):
             check_range(name, getattr(self, name), 0)
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("reg", self.reg, 0.0)
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)
+        check_choice("plain_upload", self.plain_upload, PLAIN_FORMATS)
         validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
                                     **variant_of(self))

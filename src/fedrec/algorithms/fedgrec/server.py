@@ -4,7 +4,7 @@ item degrees; the warm-up, the rounds and the sums (secure or plain)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from fedrec.federation.secure_sum import (
     protection_text,
     secure_sum_config,
     secure_sum_request,
-    sum_cohort,
+    sum_streamed,
     variant_of,
 )
 from fedrec.privacy.report import no_guarantee
@@ -58,14 +58,17 @@ class FedGRecServer(ServerLogic):
     def cohort_size(self, rt: Runtime) -> int:
         return min(self.cfg.clients_per_round or len(rt.client_ids), len(rt.client_ids))
 
-    def sum_uploads(self, rt: Runtime, replies: Mapping[PartyId, Payload], size: int,
-                    cohort: int) -> tuple[np.ndarray, int]:
-        """The sum of the cohort's dense uploads of ``size`` floats and how many are in it:
-        Bonawitz et al.'s secure sum, or the plain sum of the same fixed-point encodings."""
+    def sum_uploads(self, rt: Runtime, targets: list[PartyId],
+                    send: Callable[[list[PartyId]], Mapping[PartyId, Payload]],
+                    size: int) -> tuple[np.ndarray, int]:
+        """The sum of the dense uploads of ``size`` floats that ``send(targets)`` returns and
+        how many are in it: Bonawitz et al.'s secure sum over ``targets``, or the plain sum of
+        the same fixed-point encodings, asked ``plain_sum_part`` clients at a time."""
         cfg = self.cfg
-        sa = secure_sum_config(size, cohort, cfg.secagg_threshold, cfg.secagg_clip,
+        sa = secure_sum_config(size, len(targets), cfg.secagg_threshold, cfg.secagg_clip,
                                cfg.secagg_bits, **variant_of(cfg))
-        return sum_cohort(rt, replies, sa, secure=cfg.secure_aggregation)
+        return sum_streamed(rt, targets, send, sa, secure=cfg.secure_aggregation,
+                            part=cfg.plain_sum_part)
 
     # -- warm-up (Algorithm 1, lines 3-9) -----------------------------------------------------
     def chunks(self, rt: Runtime) -> list[list[PartyId]]:
@@ -82,16 +85,18 @@ class FedGRecServer(ServerLogic):
         n_items, d = self.num_items, self.cfg.dim
         degrees = np.zeros(n_items)
         for part in self.chunks(rt):
-            replies = rt.broadcast(WARMUP_DEGREES, part, secure_sum_request(len(part)))
-            total, _ = self.sum_uploads(rt, replies, n_items, len(part))
+            request = secure_sum_request(len(part))
+            total, _ = self.sum_uploads(
+                rt, part, lambda to, r=request: rt.broadcast(WARMUP_DEGREES, to, r), n_items)
             degrees += np.rint(total / self.cfg.secagg_clip)  # counts arrive times the clip
         self.degrees = torch.from_numpy(degrees).to(self.degrees)
         for layer in range(1, self.cfg.num_layers + 1):
             total_layer = np.zeros(n_items * d)
             for part in self.chunks(rt):
                 request = {**self.tables(), "layer": layer, **secure_sum_request(len(part))}
-                replies = rt.broadcast(WARMUP_LATENT, part, request)
-                total, _ = self.sum_uploads(rt, replies, n_items * d, len(part))
+                total, _ = self.sum_uploads(
+                    rt, part, lambda to, r=request: rt.broadcast(WARMUP_LATENT, to, r),
+                    n_items * d)
                 total_layer += total
             self.latent[layer - 1] += torch.from_numpy(total_layer).reshape(n_items, d).to(
                 self.latent)
@@ -110,10 +115,12 @@ class FedGRecServer(ServerLogic):
         selected = rt.sample_clients(self.cohort_size(rt))
         refresh = self.refresh_round(rnd)
         request = {"refresh": int(refresh), **secure_sum_request(len(selected))}
-        if cfg.download == "full":
-            replies = rt.broadcast(TRAIN, selected, {**self.tables(), **request})
-        else:
-            wanted = rt.broadcast(REQUEST_ROWS, selected, {})
+        full = {**self.tables(), **request} if cfg.download == "full" else None
+
+        def send(targets: list[PartyId]) -> Mapping[PartyId, Payload]:
+            if full is not None:
+                return rt.broadcast(TRAIN, targets, full)
+            wanted = rt.broadcast(REQUEST_ROWS, targets, {})
             requests = {}
             for c, msg in wanted.items():
                 rows = torch.as_tensor(msg["rows"]).long()
@@ -121,9 +128,10 @@ class FedGRecServer(ServerLogic):
                                "latent": self.latent[:, rows].float(),
                                "degrees": self.degrees[rows].float(), **request}
                 self.rows_downloaded += len(rows)
-            replies = rt.call(TRAIN_ROWS, requests)
+            return rt.call(TRAIN_ROWS, requests)
+
         size = 1 + n_items * (d + 1) + (k * n_items * d if refresh else 0)
-        total, clients = self.sum_uploads(rt, replies, size, len(selected))
+        total, clients = self.sum_uploads(rt, selected, send, size)
         total_t = torch.from_numpy(total)
         loss = float(total_t[0]) / max(clients, 1)
         delta = total_t[1: 1 + n_items * d].reshape(n_items, d)

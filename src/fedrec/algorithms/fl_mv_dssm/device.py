@@ -23,7 +23,6 @@ from fedrec.federation.secure_sum import (
     REQUEST_KEY,
     SecureSumClient,
     SecureSumSteps,
-    secure_sum_config,
     variant_of,
 )
 from fedrec.federation.steps import step
@@ -110,9 +109,7 @@ class DeviceLogic(SecureSumSteps, PartyLogic):
                                 f"{self.upload_size}")
         if cfg.secure_aggregation:
             return self.secure.advertise(ctx, x, payload)
-        enc = secure_sum_config(x.size, int(payload[REQUEST_KEY]), cfg.secagg_threshold,
-                                cfg.secagg_clip, cfg.secagg_bits, **variant_of(cfg)).encoder
-        return {"x": enc.encode(x)}
+        return self.secure.plain(ctx, x, payload)
 
     @step(EVALUATE, cohort=True, broadcast=True)
     def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
