@@ -125,6 +125,7 @@ class FlowerRuntime(Runtime):
         replies = self._exchange({n: to_content({"kind": HELLO}, {}) for n in nodes}, 0)
         keys: list[list[Any]] = []
         metas = []
+        guests: set[PartyId] = set()
         for node in nodes:
             if node not in replies:
                 raise ProtocolError(f"SuperNode {node} did not answer the setup message")
@@ -137,6 +138,7 @@ class FlowerRuntime(Runtime):
                     raise ProtocolError(f"SuperNode {node} names client {party!r} a guest")
                 self.node_of[party] = node
                 self.role_of_party[party] = role
+            guests.update(p for p, _ in header.get("guests", []))
             keys += header["keys"]
             if header.get("meta") is not None:
                 metas.append(header["meta"])
@@ -148,8 +150,10 @@ class FlowerRuntime(Runtime):
                                   key=lambda p: (isinstance(p, str), p))
         self._directory = {"meta": self.meta, "clients": self._client_ids, "keys": keys,
                            "roles": [[p, r] for p, r in self.role_of_party.items()]}
+        services = sorted(str(p) for p, r in self.role_of_party.items()
+                          if r != CLIENT and p not in guests)
         self.log(f"connected: {len(nodes)} SuperNodes, {len(self._client_ids)} clients, "
-                 f"services {sorted(str(p) for p, r in self.role_of_party.items() if r != CLIENT)}")
+                 f"services {services}, {len(guests)} parties co-located with clients")
 
     def adopt_clients(self, client_ids: Sequence[PartyId]) -> None:
         """Take the clients in the order the job (built from the public metadata) declares them,
