@@ -289,3 +289,39 @@ def test_centralized_dssm_epoch_cut_to_max_steps(mv: MultiViewData,
     central = CentralDSSM(config(), mv, "svd", batch=512)
     assert np.isfinite(central.fit_epoch(max_steps=3))
     assert len(steps) == 3 and central.epochs == 1
+
+
+def test_the_server_from_metadata_and_public_facts(mv: MultiViewData) -> None:
+    """A deployment's server (built from metadata and the public facts a device's node reports)
+    starts from the very model the simulator's does, and declares the same devices."""
+    from fedrec.algorithms.fl_mv_dssm import build_fl_mv_dssm_job
+    from fedrec.data import public_meta
+    from fedrec.engines.common import metadata_dataset
+
+    cfg = config()
+    job = build_job_from_multiview(cfg, mv)
+    assert job.public_facts == {"item_dim": 3188, "view_dims": {"demographics": 23, "svd": 30}}
+    assert job.service_roles == []  # the views are co-located with their devices
+    assert all(p.host == int(str(p.id).split("/")[1]) for p in job.parties if p.role == "view")
+    meta = {**public_meta(mv.task), "facts": job.public_facts}
+    served = build_fl_mv_dssm_job(cfg, metadata_dataset(meta, job.client_ids), torch.device("cpu"))
+    assert served.client_ids == job.client_ids and served.service_roles == []
+    assert served.server.layout == job.server.layout
+    assert all(torch.equal(served.server.params[k], v) for k, v in job.server.params.items())
+    with pytest.raises(ConfigError, match="public facts"):
+        build_fl_mv_dssm_job(cfg, metadata_dataset(public_meta(mv.task), [0]), torch.device("cpu"))
+    with pytest.raises(ConfigError, match="cold start"):
+        build_fl_mv_dssm_job(config(cold_start="users"), metadata_dataset(meta, [0]),
+                             torch.device("cpu"))
+
+
+def test_a_slice_of_users_keeps_their_demographics(ml100k: RatingDataset) -> None:
+    """``--max-users``: the first users' demographics go with their rows, so a slice builds."""
+    from fedrec.data.side_info import user_info
+    from fedrec.engines.common import slice_users
+
+    ds = slice_users(ml100k, 40)
+    assert np.array_equal(user_info(ds).ages, user_info(ml100k).ages[:40])
+    assert len(user_info(ml100k)) == 943  # the full dataset untouched
+    small = multiview_of(config(), ds)
+    assert small.task.num_users == 40 and small.user_views[0].shape[0] == 40

@@ -16,11 +16,15 @@ and updates its tables once from that sum, so the SuperNodes' split changes noth
 The fedavg-gcn
 and feras runs (hosts on client SuperNodes, feras's aggregation server on a service SuperNode)
 are compared exactly: each host's step is its own computation, and the server and the AS combine
-the hosts' messages in the simulator's order.
+the hosts' messages in the simulator's order. FL-MV-DSSM (each device's views co-located with
+it on its SuperNode) is compared within 1e-6 relative, ledgers exactly: a node trains its share
+of the cohort's views in one padded stack, the simulator the whole cohort's (observed ~1e-9 on
+the update norm, eval metrics identical).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -361,3 +365,86 @@ def test_secure_fcf_secagg_plus_equals_simulator(tmp_path, ml100k_root) -> None:
     assert share_up["messages"] == 2 * USERS
     assert 14 * 168 < share_up["bytes"] / share_up["messages"] < 20 * 168
     assert all("fedrec_states" in s for s in grid.states.values())
+
+
+# FL-MV-DSSM: each device's two views are parties of their own, co-located with the device
+# (``Party.host``): they run on the device's SuperNode, on that node's data, and everything
+# between a view and its device is sealed mail through the server's relay. Small towers, 8
+# devices a round, 12 evaluated: a few seconds.
+FLMV = {"rounds": 2, "eval_every": 1, "widths": (8, 4), "clients_per_round": 8,
+        "eval_devices": 12, "local_epochs": 1, "client_batch": 50, "secagg_clip": 8.0}
+
+
+@pytest.fixture
+def multiview_once():
+    """Every in-memory node message builds FL-MV-DSSM's job again, as a real SuperNode's process
+    does; here they share each multi-view build (deterministic: values unchanged, time saved)."""
+    from fedrec.algorithms.fl_mv_dssm import reuse_multiviews
+
+    with reuse_multiviews():
+        yield
+
+
+@pytest.mark.parametrize("secure", [True, False], ids=["secure", "plain"])
+def test_fl_mv_dssm_views_on_their_devices_node_equal_simulator(
+        tmp_path, ml100k_root, load_once, multiview_once, secure: bool) -> None:
+    """The views of a device are co-located with it: hosted by its SuperNode, built from that
+    node's own data, each with its own state and secret; their messages to the device travel as
+    sealed mail through the relay and are metered as in the simulator. Tolerance 1e-6 relative:
+    a node trains its share of the cohort's views in one stack
+    (:mod:`fedrec.algorithms.fl_mv_dssm.cohort`), padded to that share's widest batch, so float32
+    reductions round differently from the simulator's stack of the whole cohort (observed
+    ~1e-9 relative on the update norm; the ledgers are equal)."""
+    from fedrec.algorithms.fl_mv_dssm import multiview_of
+    from fedrec.algorithms.fl_mv_dssm.view import VIEW, device_of, name_of
+    from fedrec.engines.common import load_sliced
+
+    settings = dict(FLMV, secure_aggregation=secure)
+    res, grid = local_run(tmp_path, ml100k_root, "fl-mv-dssm", settings)
+    sim = simulate("fl-mv-dssm", "ml-100k", data_dir=ml100k_root, overrides=settings,
+                   max_users=USERS, client_secrets=SECRETS).to_json()
+    assert res["status"] == "complete" and res["engine"]["dead_nodes"] == []
+    assert res["engine"]["nodes"] == 3  # no SuperNode of the views' own
+    for a, b in zip(res["history"], sim["history"], strict=True):
+        assert set(a["eval"]) == set(b["eval"]) and rel_diff(a["eval"], b["eval"]) <= 1e-6
+        timing = {k for k in b["train"] if k.startswith("time_")}
+        assert set(a["train"]) == set(b["train"])
+        assert rel_diff({k: v for k, v in a["train"].items() if k not in timing},
+                        {k: v for k, v in b["train"].items() if k not in timing}) <= 1e-6
+        assert a["train"]["clients"] == b["train"]["clients"] == 8
+        assert a["communication"] == b["communication"]
+    assert rel_diff(res["final"], sim["final"]) <= 1e-6
+    steps = res["communication"]["by_step"]
+    assert steps == sim["communication"]["by_step"]
+    assert steps["view_train (view->client)"]["messages"] == 2 * 2 * 8  # metered mail
+    assert any(k.startswith("secagg_mask") for k in steps) == secure
+    # Each view lives on its device's node alone, with its own state and its own feature row.
+    _, cfg = resolve("fl-mv-dssm", "ml-100k", None, settings)
+    mv = multiview_of(cfg, load_sliced("ml-100k", str(ml100k_root), USERS))
+    rc = grid.rc
+    devices_of_node, views_of_node, stated = {}, {}, []
+    for n, nc in grid.node_configs.items():
+        host = NodeHost(rc, nc, grid.states[n])
+        hosted = set(host._info()["parties"])
+        devices_of_node[n] = {p for p in hosted if isinstance(p, int)}
+        views_of_node[n] = hosted - devices_of_node[n]
+        assert {device_of(v) for v in views_of_node[n]} == devices_of_node[n]
+        assert len(views_of_node[n]) == 2 * len(devices_of_node[n])
+        states = host._load_states()
+        assert set(states) <= hosted  # state only of the parties the node hosts
+        stated += [p for p in states if p in views_of_node[n]]
+        built = host._job({}, hosted)
+        for v in views_of_node[n]:
+            # Each view's data on its node is its own row of that node's data, nothing else.
+            assert built[v].role == VIEW and built[v].host == device_of(v)
+            k = mv.view_names.index(name_of(v))
+            np.testing.assert_array_equal(built[v].data.features,
+                                          mv.user_views[k][device_of(v)])
+    assert sorted(d for s in devices_of_node.values() for d in s) == list(range(USERS))
+    assert len(stated) == len(set(stated)) > 0
+    # The views' features never cross the relay (the SVD view's rows are continuous values).
+    relayed = b"".join(grid.relayed)
+    k = mv.view_names.index("svd")
+    for device in (0, 17, 39):
+        row = np.ascontiguousarray(mv.user_views[k][device], dtype=np.float32)
+        assert np.all(row[:4] != 0) and row[:4].tobytes() not in relayed

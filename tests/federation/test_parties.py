@@ -116,3 +116,20 @@ def test_bad_declarations_are_config_errors() -> None:
     rt = InProcessRuntime(parties=[Party("a", CLIENT, host, np.ones(1))])
     with pytest.raises(ConfigError, match="unknown party 'b'"):
         rt.broadcast("sum", ["b"], {})
+
+
+def test_co_located_parties() -> None:
+    """A party co-located with a client (``host``) is a party of its own in the simulator and no
+    stand-alone service: a deployment runs it on its host's node. Its host must be a client of
+    the job, and a role is co-located throughout or not at all."""
+    host, app = Host(), Counter()
+    clients = [Party("a", CLIENT, host, np.ones(1)), Party("b", CLIENT, host, np.ones(2))]
+    apps = [Party(f"app/{c.id}", "app", app, None, host=c.id) for c in clients]
+    job = FederatedJob(Server(), parties=[*clients, *apps, Party(THIRD_PARTY, THIRD_PARTY, app)])
+    assert job.service_roles == [THIRD_PARTY] and job.client_ids == ["a", "b"]
+    with pytest.raises(ConfigError, match="not a client of the job"):
+        FederatedJob(Server(), parties=[*clients, Party("app/x", "app", app, host="x")])
+    with pytest.raises(ConfigError, match="some not"):
+        FederatedJob(Server(), parties=[*clients, apps[0], Party("app/c", "app", app)])
+    with pytest.raises(ConfigError, match="not a client of the job"):
+        FederatedJob(Server(), parties=[Party("c", CLIENT, host, host="c")])

@@ -91,8 +91,9 @@ def observe(server: ServerLogic, rt: Runtime) -> None:
 class FederatedJob:
     """The server logic and the parties of one run, each with its id, role, logic and private
     data (:class:`~fedrec.federation.runtime.Party`). Every runtime reads the parties from here:
-    the simulator hosts them all, a Flower deployment spreads the clients over its SuperNodes
-    and gives each service a SuperNode of its own (:mod:`fedrec.engines.flower.node`).
+    the simulator hosts them all, a Flower deployment spreads the clients over its SuperNodes,
+    runs each co-located party (``Party.host``) on its host's SuperNode and gives each other
+    service a SuperNode of its own (:mod:`fedrec.engines.flower.node`).
 
     Declared either way:
 
@@ -108,6 +109,12 @@ class FederatedJob:
     client_data: dict[PartyId, Any] = field(default_factory=dict)
     services: dict[str, tuple[PartyLogic, Any]] = field(default_factory=dict)
     parties: list[Party] = field(default_factory=list)
+    #: Public facts (JSON) that a server built from public metadata needs and cannot derive
+    #: from it, computed on a client's data: e.g. the width of the public catalogue's item
+    #: features. A SuperNode reports them beside the dataset's metadata
+    #: (:func:`fedrec.engines.common.node_meta`); a job built from metadata reads them back
+    #: (:func:`fedrec.engines.common.public_facts`).
+    public_facts: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.parties:
@@ -132,8 +139,9 @@ class FederatedJob:
 
     @property
     def service_roles(self) -> list[str]:
-        """The roles other than ``"client"``, sorted."""
-        return sorted({p.role for p in self.parties if p.role != CLIENT})
+        """The roles other than ``"client"`` that stand alone (not co-located with a client:
+        each is a SuperNode of its own on a deployment), sorted."""
+        return sorted({p.role for p in self.parties if p.role != CLIENT and p.host is None})
 
 
 class Trainer(ABC):

@@ -53,6 +53,11 @@ class UserInfo:
     def __len__(self) -> int:
         return len(self.ages)
 
+    def first(self, n: int) -> UserInfo:
+        """Users ``0..n-1`` only (what a dataset sliced to its first ``n`` users keeps)."""
+        return UserInfo(self.ages[:n], self.genders[:n], self.occupations[:n],
+                        self.zip_codes[:n], self.gender_names, self.occupation_names)
+
 
 def item_info(ds: object) -> ItemInfo:
     """``ds.meta["item_info"]``; ConfigError naming the dataset when its loader keeps none."""

@@ -255,3 +255,20 @@ def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[Any] = ()) -> Da
 def is_metadata_only(ds: Dataset) -> bool:
     """Whether ``ds`` holds public metadata only (:func:`metadata_dataset`)."""
     return bool(ds.meta.get("metadata_only", False))
+
+
+#: Where a metadata-only dataset's ``meta`` carries a job's public facts (what a client's node
+#: reports beside the metadata: :attr:`fedrec.algorithms.base.FederatedJob.public_facts`).
+FACTS = "facts"
+#: Marks the probe dataset a deployment builds a job on only to learn the roles it declares.
+PROBE = "probe"
+
+
+def public_facts(ds: Dataset) -> dict[str, Any] | None:
+    """The public facts a metadata-only dataset carries; ``{}`` for the probe (asked only what
+    roles a job declares, it has none); None for a dataset without them (a builder with data
+    computes them itself)."""
+    meta = getattr(ds, "meta", None) or {}
+    if meta.get(PROBE):
+        return {}
+    return meta.get(FACTS)

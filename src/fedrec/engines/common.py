@@ -33,7 +33,8 @@ from fedrec.config import RunConfig, to_dict
 from fedrec.data import InteractionDataset, RatingDataset, dataset_type, load_dataset
 from fedrec.data import metadata_dataset as data_metadata_dataset
 from fedrec.data import public_meta as data_public_meta
-from fedrec.data.types import Dataset
+from fedrec.data.side_info import UserInfo
+from fedrec.data.types import FACTS, PROBE, Dataset
 from fedrec.errors import ConfigError
 from fedrec.experiment import RunResult, dataset_kind, run_rounds
 from fedrec.federation.message import PartyId
@@ -52,9 +53,9 @@ def resolve(
 
 
 def slice_users(ds: Dataset, n: int | None) -> Dataset:
-    """``ds`` restricted to users ``0..n-1`` (train, validation and test rows, user features);
-    items keep their ids and the catalogue its size. ``None`` or ``n >= num_users``: ``ds``
-    itself."""
+    """``ds`` restricted to users ``0..n-1`` (train, validation and test rows, user features,
+    their demographics where the loader keeps them); items keep their ids and the catalogue its
+    size. ``None`` or ``n >= num_users``: ``ds`` itself."""
     if n is None or n <= 0:
         return ds
     if not isinstance(ds, RatingDataset | InteractionDataset):
@@ -63,11 +64,14 @@ def slice_users(ds: Dataset, n: int | None) -> Dataset:
         return ds
     feats = ds.user_features[:n] if ds.user_features is not None else None
     graph = ds.user_graph[:n, :n] if ds.user_graph is not None else None
+    meta = dict(ds.meta)
+    if isinstance(meta.get("user_info"), UserInfo):
+        meta["user_info"] = meta["user_info"].first(n)
     return dataclasses.replace(
         ds, name=f"{ds.name}-first{n}", num_users=n,
         train=ds.train.select(ds.train.users < n), test=ds.test.select(ds.test.users < n),
         valid=ds.valid.select(ds.valid.users < n),
-        user_features=feats, user_graph=graph,
+        user_features=feats, user_graph=graph, meta=meta,
     )
 
 
@@ -81,19 +85,34 @@ def public_meta(ds: Dataset) -> dict[str, Any]:
     return data_public_meta(ds)
 
 
+def node_meta(ds: Dataset, job: FederatedJob) -> dict[str, Any]:
+    """What a client's node reports of its data: the dataset's public metadata and, if the job
+    has any, its public facts (:attr:`~fedrec.algorithms.base.FederatedJob.public_facts`)
+    under ``"facts"``."""
+    meta = public_meta(ds)
+    return {**meta, FACTS: dict(job.public_facts)} if job.public_facts else meta
+
+
 def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[PartyId] = ()) -> Dataset:
-    """A dataset holding only ``meta`` (:func:`fedrec.data.metadata_dataset`): what a server or
-    a service party builds its logic from."""
-    return data_metadata_dataset(meta, client_ids)
+    """A dataset holding only ``meta`` (:func:`fedrec.data.metadata_dataset`; a
+    :func:`node_meta`'s facts go into the dataset's ``meta``): what a server or a service party
+    builds its logic from."""
+    facts = meta.get(FACTS)
+    ds = data_metadata_dataset({k: v for k, v in meta.items() if k != FACTS}, client_ids)
+    if facts is None:
+        return ds
+    return dataclasses.replace(ds, meta={**ds.meta, FACTS: dict(facts)})
 
 
 def probe_job(spec: AlgorithmSpec, cfg: RunConfig) -> FederatedJob:
     """``spec``'s job on a tiny metadata-only dataset of its first kind: what parties and roles
-    the algorithm declares, without any data."""
+    the algorithm declares, without any data (marked as the probe:
+    :func:`fedrec.data.types.public_facts`)."""
     if spec.build_job is None:
         raise ConfigError(f"{spec.name} is not a federated algorithm (nothing to deploy)")
     probe_type = dataset_type(spec.dataset_kinds[0])
     tiny = data_metadata_dataset(probe_type.probe_meta(), [0, 1])
+    tiny = dataclasses.replace(tiny, meta={**tiny.meta, PROBE: True})
     return spec.build_job(cfg, tiny, torch.device("cpu"))
 
 

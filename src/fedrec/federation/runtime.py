@@ -127,13 +127,21 @@ class PartyLogic:
 class Party:
     """One party of a job: its id, its role (``"client"``: the role cohorts are sampled from;
     any other: a service such as FedGNN's ``"third_party"``), the code it runs and its private
-    data. Every party of one role runs the same logic (one SuperNode hosts parties of one
-    role)."""
+    data. Every party of one role runs the same logic.
+
+    ``host``: the client this party is *co-located* with (``None``: it stands alone). A
+    co-located party is a party of its own -- own id, role, secret, state and data, reached only
+    through the runtime -- that lives on its host's hardware and holds data of that host's
+    (FL-MV-DSSM's views are apps on their user's device). The simulator treats it like any other
+    party; a deployment runs it where its host runs, on the data that machine holds
+    (:mod:`fedrec.engines.flower.node`), instead of on a node of its own. Either every party of a
+    role is co-located or none is."""
 
     id: PartyId
     role: str
     logic: PartyLogic
     data: Any = None
+    host: PartyId | None = None
 
 
 def declare_parties(
@@ -152,11 +160,19 @@ def declare_parties(
 
 
 def check_parties(parties: Sequence[Party]) -> None:
-    """Raise ConfigError for two parties with one id, a role with two kinds of logic, or a
-    service party whose id names another role."""
+    """Raise ConfigError for two parties with one id, a role with two kinds of logic, a
+    service party whose id names another role, or a co-located party whose host is no client
+    or whose role mixes co-located and stand-alone parties."""
     seen: set[PartyId] = set()
     logic_of: dict[str, PartyLogic] = {}
+    clients = {p.id for p in parties if p.role == CLIENT}
+    colocated: dict[str, bool] = {}
     for p in parties:
+        if colocated.setdefault(p.role, p.host is not None) != (p.host is not None):
+            raise ConfigError(f"some parties of role {p.role!r} are co-located, some not")
+        if p.host is not None and (p.role == CLIENT or p.host not in clients):
+            raise ConfigError(f"party {p.id!r} is co-located with {p.host!r}, which is not a "
+                              "client of the job")
         if p.id in seen:
             raise ConfigError(f"two parties have the id {p.id!r}")
         seen.add(p.id)

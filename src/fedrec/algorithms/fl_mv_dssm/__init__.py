@@ -8,7 +8,11 @@ of role ``"view"``, ids ``"view/<device>/<name>"``). View ``i`` holds its own us
 training positives ``y`` (Algorithm 1 gives every view ``(U_i, I, y)``); every view knows the
 public item features ``I``. The device holds its positives of every split and nothing of any
 view: whatever passes from a view to its device is a runtime message (metered, shown to
-observers). Data: :func:`fedrec.data.multiview.build_multiview` (view ``demographics``: 23
+observers). A view is declared co-located with its device (``Party(..., host=device)``): a
+Flower deployment runs it on its device's SuperNode, on that node's data, its messages to the
+device sealed through the server's relay (:mod:`fedrec.engines.flower.node`); the server there
+is built from metadata and the nodes' public facts (:func:`build_job_from_metadata`).
+Data: :func:`fedrec.data.multiview.build_multiview` (view ``demographics``: 23
 dims; ``svd``: 30-dim SVD factors of a held-aside slice; items: 3,169 title trigrams + 19
 genres). Towers (:mod:`fedrec.models.dssm`): Dense 64, 32, 16, cosine relevance, softmax with
 temperature ``gamma`` over the positive and ``num_negatives`` random unclicked items.
@@ -61,7 +65,7 @@ from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_account
 from fedrec.algorithms.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
 from fedrec.algorithms.multiview_common import items_by_user, multiview_split, reuse_multiviews
 from fedrec.data.multiview import MultiViewData
-from fedrec.data.types import Dataset
+from fedrec.data.types import Dataset, is_metadata_only, public_facts
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.runtime import Party
@@ -100,14 +104,37 @@ def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> Federate
                    if any(len(parts[s][u]) for s in ("train", "valid", "test"))]
     parties = [Party(u, CLIENT, device_logic, DeviceData(parts["train"][u], parts["valid"][u],
                                                          parts["test"][u])) for u in devices]
+    # A view is an app on its device: co-located with it (a deployment runs it there).
     parties += [Party(view_id(u, name), VIEW, view_logic,
-                      ViewData(mv.user_views[index[name]][u].copy(), parts["train"][u]))
+                      ViewData(mv.user_views[index[name]][u].copy(), parts["train"][u]), host=u)
                 for u in devices for name in cfg.views]
-    return FederatedJob(server=server, parties=parties)
+    facts = {"item_dim": int(mv.item_features.shape[1]), "view_dims": dims}
+    return FederatedJob(server=server, parties=parties, public_facts=facts)
+
+
+def build_job_from_metadata(cfg: FLMVDSSMConfig, dataset: Dataset) -> FederatedJob:
+    """The server's job on a deployment (a metadata-only ``dataset``): the server from the public
+    facts a device's node reported (the width of the public catalogue's item features, each
+    view's width) and the devices, one per client the nodes host, without data. The views hold
+    data of their devices only: they are not declared here (their nodes build them). On the
+    probe (no facts) the widths are placeholders: it is asked only for the job's roles."""
+    facts = public_facts(dataset)
+    if facts is None:
+        raise ConfigError("fl-mv-dssm: a metadata-only dataset without the nodes' public facts")
+    if cfg.cold_start != "none":
+        raise ConfigError("fl-mv-dssm: cold start is not deployable yet (the server would need "
+                          "the warm devices)")
+    dims = {name: int(facts.get("view_dims", {}).get(name, 1)) for name in cfg.views}
+    server = FLMVDSSMServer(cfg, int(facts.get("item_dim", 1)), dims)
+    logic = DeviceLogic(cfg, server.upload_size, dataset.num_items)
+    devices = sorted({int(u) for u in dataset.train.users})
+    return FederatedJob(server=server, parties=[Party(u, CLIENT, logic) for u in devices])
 
 
 def build_fl_mv_dssm_job(cfg: FLMVDSSMConfig, dataset: Dataset,
                          device: torch.device) -> FederatedJob:
+    if is_metadata_only(dataset):
+        return build_job_from_metadata(cfg, dataset)
     return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
 
 

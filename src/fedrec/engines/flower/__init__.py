@@ -4,8 +4,9 @@
   algorithm's orchestrator (one Flower message per SuperNode and step, ledger metering,
   non-finite rejection, unresponsive SuperNodes as dropouts, sealed relay of routed messages);
 * :mod:`~fedrec.engines.flower.node` -- the ClientApp (``client_app``): a SuperNode hosts a
-  share of the clients (``--node-config partition-id/num-partitions/data-dir``) or a service
-  party (``role="third_party"``);
+  share of the clients (``--node-config partition-id/num-partitions/data-dir``) with the parties
+  co-located with them (``Party.host``: FL-MV-DSSM's views), or a service party
+  (``role="third_party"``);
 * :mod:`~fedrec.engines.flower.server` -- the ServerApp (``server_app``);
 * :func:`~fedrec.engines.flower.deploy.deploy` -- SuperLink + SuperNodes on loopback
   (``fedrec deploy``).

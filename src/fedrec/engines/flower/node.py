@@ -6,12 +6,28 @@ A SuperNode is started with ``--node-config``:
   loads the dataset from *its own* data directory, builds the algorithm's job on it and hosts
   the ``i``-th of ``n`` contiguous shares of the clients the job declares, in the job's order
   (one client per user for a recommendation algorithm, one per host of a graph for
-  ``fedavg-gcn``: :attr:`~fedrec.algorithms.base.FederatedJob.parties`);
+  ``fedavg-gcn``: :attr:`~fedrec.algorithms.base.FederatedJob.parties`), and every party
+  *co-located* with one of them (below);
 * ``role="third_party"`` (or any other service role of the algorithm): it hosts that party,
   holds no data, and builds the service's logic from the public metadata the server relays;
 * ``client-secret="HEX"`` (optional, any role): the root of its parties' private randomness
   (:mod:`fedrec.federation.secrets`); without it the node draws fresh OS entropy once. Nodes
   given the same root draw exactly what the simulator draws with it.
+
+**Co-located parties.** A party declared with a ``host`` (:class:`~fedrec.federation.runtime.
+Party`; FL-MV-DSSM's views, apps on their user's device) runs on the SuperNode that hosts its
+host client, on the party's share of the data that node loaded from its own data directory,
+never on a node of its own (:attr:`~fedrec.algorithms.base.FederatedJob.service_roles` leaves its
+role out). It stays a party of its own: the setup reply names it (``guests``, with its role) and
+its own public key; it gets its own state in ``Context.state`` and its own secret, derived from
+the node's root exactly as the simulator derives it (``root.for_service(role).party(id)``), and
+a step hands it only its own data, state and inbox. Nothing passes between it and its host (or
+any other party) inside the node: its routed outputs are sealed for their receiver and go to the
+ServerApp's relay like all routed mail, which meters them and hands them over on the receiver's
+next request. So the server sees and meters every such message as the simulator does, and, as
+for every routed message on this engine, sees only its ciphertext. A request for parties of
+several roles runs one cohort call per role, in the order the roles first appear (the
+simulator's).
 
 On every message the node builds the algorithm's job with the algorithm's own ``build_job`` (no
 second copy of any algorithm), restores its parties' persistent state from Flower's
@@ -37,14 +53,14 @@ from fedrec.engines import wire
 from fedrec.engines.common import (
     load_sliced,
     metadata_dataset,
-    public_meta,
+    node_meta,
     resolve,
 )
 from fedrec.engines.flower.deploy import SECRET_KEY, decode_config
 from fedrec.engines.flower.envelope import HELLO, STYPE, from_content, to_content
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import CLIENT, Message, PartyId
-from fedrec.federation.runtime import PartyContext, Routed, seed_everything
+from fedrec.federation.runtime import Party, PartyContext, Routed, seed_everything
 from fedrec.federation.secrets import ClientSecrets
 
 STATE_KEY = "fedrec"
@@ -111,35 +127,43 @@ class NodeHost:
 
     def _hello(self) -> dict[str, Any]:
         meta = None
+        guests: list[list[Any]] = []
         if self.role == CLIENT:
             ds = self._dataset()
-            meta = public_meta(ds)
+            job = self._build_job(ds)
+            meta = node_meta(ds, job)
             parties: list[PartyId] = node_share(
-                self._build_job(ds).client_ids, int(self.nc.get("partition-id", 0)),
+                job.client_ids, int(self.nc.get("partition-id", 0)),
                 int(self.nc.get("num-partitions", 1)))
+            # The parties co-located with our clients live here too (module docstring).
+            mine = set(parties)
+            guests = [[p.id, p.role] for p in job.parties if p.host is not None and p.host in mine]
         else:
             parties = [self.role]
-        keys = {str(p): wire.PartyKeys() for p in parties}
+        everyone = parties + [p for p, _ in guests]
+        keys = {str(p): wire.PartyKeys() for p in everyone}
         # The root of this node's parties' private randomness: the node's own configuration
         # (the experimenter gives it to the clients' side only), else fresh entropy. Never the
         # run config, which the ServerApp reads.
         secret = ClientSecrets.from_hex(str(self.nc.get(SECRET_KEY, "")))
-        self._save_info({"parties": parties, "secret": secret.root_bytes().hex(),
+        self._save_info({"parties": everyone, "guests": guests,
+                         "secret": secret.root_bytes().hex(),
                          "private": {p: k.private_bytes().hex() for p, k in keys.items()}})
-        return {"parties": parties, "role": self.role, "meta": meta,
-                "keys": [[p, keys[str(p)].public_bytes.hex()] for p in parties]}
+        return {"parties": parties, "role": self.role, "meta": meta, "guests": guests,
+                "keys": [[p, keys[str(p)].public_bytes.hex()] for p in everyone]}
 
-    def _job(self, directory: dict[str, Any]) -> tuple[Any, dict[PartyId, Any]]:
-        """The logic of this node's role and the private data of the job's parties of that role
-        (a service's job is built from the public metadata the server relays)."""
+    def _job(self, directory: dict[str, Any], hosted: set[PartyId]) -> dict[PartyId, Party]:
+        """The job's parties this node hosts, by id: its clients and the parties co-located with
+        them, built from this node's own data, or its service's party, built from the public
+        metadata the server relays."""
         if self.role == CLIENT:
             job = self._build_job(self._dataset())
-        else:
-            job = self._build_job(metadata_dataset(directory["meta"], directory["clients"]))
+            return {p.id: p for p in job.parties if p.id in hosted}
+        job = self._build_job(metadata_dataset(directory["meta"], directory["clients"]))
         parties = job.parties_of(self.role)
         if not parties:
             raise ConfigError(f"{self.spec.name} has no party of role {self.role!r}")
-        return parties[0].logic, {p.id: p.data for p in parties}
+        return {p.id: p for p in parties}
 
     # -- one step ----------------------------------------------------------------------------
     def handle(self, header: dict[str, Any], blobs: dict[str, bytes]
@@ -161,7 +185,7 @@ class NodeHost:
         if broadcast and len({k for _, k in header["targets"]}) != 1:
             raise ProtocolError(f"broadcast of {step!r} carries more than one payload")
         hosted = set(info["parties"])
-        logic, data = self._job(directory)
+        mine = self._job(directory, hosted)
         states = self._load_states()
 
         # Mail: sealed routed messages for our parties, opened into their inboxes.
@@ -177,26 +201,41 @@ class NodeHost:
                 continue
             inbox.setdefault(receiver, []).append(
                 Message(sender, receiver, m_step, m_round, payload,
-                        sender_role=role_of_party.get(sender, ""), receiver_role=self.role))
+                        sender_role=role_of_party.get(sender, ""),
+                        receiver_role=role_of_party.get(receiver, self.role)))
 
         decoded = {k: wire.unpack(blobs[k], s) for k, s in header["schemas"].items()}
         parties = [p for p, _ in header["targets"]]
         if any(p not in hosted for p in parties):
             raise ProtocolError("a request reached the wrong SuperNode")
         secrets = ClientSecrets(bytes.fromhex(info["secret"]))
-        ctxs = []
-        for party in parties:
-            if party not in data:
-                raise ProtocolError(f"the job declares no {self.role} {party!r}")
-            secret = secrets.party(party)
+        # A party of another role than the node's (co-located with a client) draws from that
+        # role's service root, derived from the node's root as the simulator derives it.
+        roots = {self.role: secrets}
+        # One cohort call per role, in the order the roles first appear (the simulator's).
+        groups: dict[str, list[tuple[PartyId, PartyContext, Any]]] = {}
+        for party, key in header["targets"]:
+            if party not in mine:
+                raise ProtocolError(f"the job declares no party {party!r} here")
+            declared = mine[party]
+            role = declared.role
+            if role not in roots:
+                roots[role] = secrets.for_service(role)
+            root = roots[role]
+            secret = root.party(party)
             if party not in states:
-                states[party] = logic.init_state(party, data[party], secret)
-            ctxs.append(PartyContext(
-                party=party, data=data[party], state=states[party], round=rnd, step=step,
-                secret=secret, role_secret=secrets.role(self.role),
-                inbox=inbox.pop(party, []), device=torch.device("cpu"), broadcast=broadcast))
-        outs = logic.handle_cohort(step, ctxs, [decoded[k] for _, k in header["targets"]]) \
-            if ctxs else []
+                states[party] = declared.logic.init_state(party, declared.data, secret)
+            ctx = PartyContext(
+                party=party, data=declared.data, state=states[party], round=rnd, step=step,
+                secret=secret, role_secret=root.role(role), inbox=inbox.pop(party, []),
+                device=torch.device("cpu"), broadcast=broadcast)
+            groups.setdefault(role, []).append((party, ctx, decoded[key]))
+        results: dict[PartyId, Any] = {}
+        for items in groups.values():
+            logic = mine[items[0][0]].logic
+            outs = logic.handle_cohort(step, [c for _, c, _ in items], [x for _, _, x in items])
+            results.update({p: out for (p, _, _), out in zip(items, outs, strict=True)})
+        outs = [results[p] for p in parties]
         self._save_states(states)
 
         replies, routed, schemas, out_blobs = [], [], {}, {}

@@ -11,8 +11,13 @@ exactly as it calls the simulator's. Here a call
    more seconds for the others). A node that does not answer in time (killed, crashed, cut off)
    is absent from the replies -- exactly a dropout in the simulator -- and is not asked again;
 4. decodes and meters each reply, rejects non-finite ones, and keeps each sealed routed message
-   (client -> third party, ...) as ciphertext in the receiver's mailbox until that receiver is
-   next called. The ServerApp never holds a routed payload in the clear.
+   (client -> third party, a view -> its device, ...) as ciphertext in the receiver's mailbox
+   until that receiver is next called, even when both live on one SuperNode (a co-located
+   party, :mod:`fedrec.engines.flower.node`). The ServerApp never holds a routed payload in the
+   clear.
+
+A SuperNode's setup reply names its parties (of its role) and the parties co-located with its
+clients (``guests``, each with its role); each is then reached on that node.
 
 Replies are returned in the simulator's order (by role in order of first appearance, then in
 request order), so that an orchestrator summing them adds the same numbers in the same order.
@@ -120,15 +125,20 @@ class FlowerRuntime(Runtime):
         replies = self._exchange({n: to_content({"kind": HELLO}, {}) for n in nodes}, 0)
         keys: list[list[Any]] = []
         metas = []
+        guests: set[PartyId] = set()
         for node in nodes:
             if node not in replies:
                 raise ProtocolError(f"SuperNode {node} did not answer the setup message")
             header, _ = replies[node]
-            for party in header["parties"]:
+            hosted = [(p, str(header["role"])) for p in header["parties"]]
+            for party, role in hosted + [(p, str(r)) for p, r in header.get("guests", [])]:
                 if party in self.node_of:
                     raise ProtocolError(f"party {party!r} is hosted by two SuperNodes")
+                if role == CLIENT and party not in header["parties"]:
+                    raise ProtocolError(f"SuperNode {node} names client {party!r} a guest")
                 self.node_of[party] = node
-                self.role_of_party[party] = str(header["role"])
+                self.role_of_party[party] = role
+            guests.update(p for p, _ in header.get("guests", []))
             keys += header["keys"]
             if header.get("meta") is not None:
                 metas.append(header["meta"])
@@ -140,8 +150,10 @@ class FlowerRuntime(Runtime):
                                   key=lambda p: (isinstance(p, str), p))
         self._directory = {"meta": self.meta, "clients": self._client_ids, "keys": keys,
                            "roles": [[p, r] for p, r in self.role_of_party.items()]}
+        services = sorted(str(p) for p, r in self.role_of_party.items()
+                          if r != CLIENT and p not in guests)
         self.log(f"connected: {len(nodes)} SuperNodes, {len(self._client_ids)} clients, "
-                 f"services {sorted(str(p) for p, r in self.role_of_party.items() if r != CLIENT)}")
+                 f"services {services}, {len(guests)} parties co-located with clients")
 
     def adopt_clients(self, client_ids: Sequence[PartyId]) -> None:
         """Take the clients in the order the job (built from the public metadata) declares them,

@@ -11,9 +11,11 @@ comes from the algorithm's ``build_job`` on the public metadata the SuperNodes r
 (:func:`~fedrec.data.metadata_dataset`, provided by the dataset's type: the number of users and
 items and the rating scale, or a graph's node, feature and class counts; everything else the
 server logic needs, e.g. PTF-FedRec's split seed and test fraction or fedavg-gcn's number of
-hosts, is in the shared configuration); client logic and data built alongside are dropped at
-once. The clients the job declares must be those the SuperNodes host; the runtime takes the
-job's order of them (the simulator's), from which it samples cohorts.
+hosts, is in the shared configuration, or is a public fact the job built on a client's data
+states and the client SuperNodes report beside the metadata, e.g. FL-MV-DSSM's item-feature
+width: :attr:`~fedrec.algorithms.base.FederatedJob.public_facts`); client logic and data built
+alongside are dropped at once. The clients the job declares must be those the SuperNodes host;
+the runtime takes the job's order of them (the simulator's), from which it samples cohorts.
 
 **The experimenter's oracle.** Some algorithms evaluate a model that never leaves the server
 (PTF-FedRec ranks its hidden graph model against the held-out interactions) or score an attack
@@ -44,6 +46,7 @@ import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, ServerLogic, Trainer, observe
 from fedrec.config import RunConfig, to_dict
+from fedrec.data.types import FACTS
 from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve
 from fedrec.engines.flower.deploy import decode_config
 from fedrec.engines.flower.runtime import FlowerRuntime
@@ -91,7 +94,7 @@ def attach_oracle(server: ServerLogic, spec: AlgorithmSpec, cfg: RunConfig, data
     the algorithm's instruments from it, hand them to ``server``; the dataset is not kept."""
     assert spec.instruments is not None
     ds = load_sliced(dataset, data_dir, max_users or None)
-    if public_meta(ds) != meta:
+    if public_meta(ds) != {k: v for k, v in meta.items() if k != FACTS}:  # the job's facts aside
         raise ConfigError(f"the experimenter's data in {data_dir} is not the SuperNodes' "
                           f"dataset ({public_meta(ds)} != {meta})")
     server.attach_instruments(spec.instruments(cfg, ds))
