@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -458,3 +459,17 @@ def test_changing_the_test_rows_changes_only_the_test_metrics(
     for ra, rb in zip(a.history, b.history, strict=True):
         assert ra["eval"]["rmse"] != rb["eval"]["rmse"]
     assert a.selection["test"]["rmse"] != b.selection["test"]["rmse"]
+
+
+def test_peak_memory_is_each_runs_own() -> None:
+    """Runs made one after another in one process (a reproduction) report their own peak."""
+    from fedrec.experiment import peak_rss_mib, reset_peak_rss
+
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        pytest.skip("no resettable peak memory (not Linux)")
+    reset_peak_rss()
+    big = np.ones(400 * 2**20 // 8)  # 400 MiB, touched
+    high = peak_rss_mib()
+    del big
+    reset_peak_rss()
+    assert peak_rss_mib() < high - 300

@@ -248,6 +248,7 @@ def run_experiment(
     ``stop_after`` ends the run after that many rounds *as if interrupted* (no results file):
     it exists to test resuming.
     """
+    reset_peak_rss()  # this run's peak memory, not an earlier run's in the same process
     spec = get_algorithm(algorithm)
     cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
     dev = resolve_device(device)
@@ -423,10 +424,33 @@ def finish_result(
             "keyed by the experimenter's client secret (reproducible with it)" if reproducible
             else "fresh OS entropy (not reproducible: give --client-secret to repeat a run)")
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
-    # The process's peak resident memory (Linux reports KiB): an upper bound on the run's own.
-    result.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result.peak_rss_mib = peak_rss_mib()
     result.status = "complete"
     return result
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak-memory window for :func:`peak_rss_mib` (Linux: ``clear_refs`` resets
+    ``VmHWM``), so that runs made one after another in one process (a reproduction) each
+    report their own peak; elsewhere a no-op."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mib() -> float:
+    """The process's peak resident memory since :func:`reset_peak_rss` (Linux ``VmHWM``), else
+    since it started (``ru_maxrss``): the run's own peak, or an upper bound on it."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 #: What :func:`select_round` ranks evaluated rounds by, first present first: (validation
