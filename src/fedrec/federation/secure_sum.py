@@ -46,6 +46,13 @@ Precision: inputs are clipped to ``[-clip, clip]`` and rounded to the
 the decoded sum of ``m`` inputs is within ``m · 0.5 / scale`` of the sum of the clipped inputs,
 ``scale = floor((2^(bits-1) - 1) / n) / clip`` (capped at ``2^53 / clip``).
 
+Plain sums (runs with the masking left out, to save its cost on long accuracy runs): each
+client sends :func:`plain_message`, the same clipped fixed-point encoding the secure sum would
+mask, whole (``dense``) or as its nonzero entries and their positions (``sparse``, built from a
+:class:`SparseUpload` without a dense copy); :class:`PlainSum` adds them in the ring one reply
+at a time and :func:`sum_streamed` asks the cohort in parts, so the server holds one part's
+uploads at a time. Every form and part size gives the secure sum's total bit for bit.
+
 Client state between steps lives in ``ctx.state`` as plain bytes (a SuperNode's process ends
 after each message) and is removed once the client has answered ``secagg_unmask`` or starts a
 new sum. Keys and seeds come from ``os.urandom``; the result does not depend on them (masks
