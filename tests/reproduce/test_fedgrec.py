@@ -92,3 +92,15 @@ def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, ml100k,
     assert "failed" not in text.split("## Runs", 1)[1]
     for png in ("accuracy", "ablation", "communication", "dropout"):
         assert (tmp_path / f"{png}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_only_on_an_empty_folder_writes_every_section(tmp_path: Path) -> None:
+    """``--report-only`` before any run finished: the report and its plots, every cell '–'."""
+    from fedrec.reproduce.fedgrec import reproduce
+
+    report = reproduce(tmp_path, seeds=3, run_missing=False).read_text()
+    for section in ("## Accuracy", "## Ablation", "## Communication", "## Dropout"):
+        assert section in report
+    assert "no spread measured" not in report  # no pair of rows to compare yet
+    assert all((tmp_path / f"{name}.png").is_file()
+               for name in ("accuracy", "ablation", "communication", "dropout"))
