@@ -40,7 +40,7 @@ def build(algorithm: str, ds, device: str, **overrides):
     spec = get_algorithm(algorithm)
     cfg = build_config(spec.config_cls, algorithm, ds.name, overrides=overrides)
     seed_everything(cfg.seed)
-    return spec.build(cfg, ds, torch.device(device)), cfg
+    return spec.trainer(cfg, ds, torch.device(device)), cfg
 
 
 def fedgnn_epoch(trainer, cfg, first_round: int = 1) -> float:

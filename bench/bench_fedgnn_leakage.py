@@ -36,7 +36,8 @@ from pathlib import Path
 
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.fedgnn import FedGNNConfig
 from fedrec.attacks import RatedItemsAttack
 from fedrec.attacks.rated_items import GUESS_RULES
 from fedrec.config import build_config
@@ -60,7 +61,7 @@ def run(ds, dataset: str, m: int, ldp: str, rounds: int, score_rounds: list[int]
     if clients_per_round:
         overrides["clients_per_round"] = clients_per_round
     cfg = build_config(FedGNNConfig, "fedgnn", dataset, overrides=overrides)
-    trainer = build_fedgnn(cfg, ds, torch.device("cpu"))
+    trainer = get_algorithm("fedgnn").trainer(cfg, ds, torch.device("cpu"))
     positives = {u: c.train_items for u, c in trainer.job.client_data.items()}
     attack = RatedItemsAttack(positives, pseudo_items=m if estimated_k else None,
                               rounds=score_rounds, seed=seed)

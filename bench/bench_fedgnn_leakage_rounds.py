@@ -36,7 +36,8 @@ from pathlib import Path
 
 import torch
 
-from fedrec.algorithms.fedgnn import PSEUDO_SETS, FedGNNConfig, build_fedgnn
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.fedgnn import PSEUDO_SETS, FedGNNConfig
 from fedrec.attacks import CrossRoundAttack
 from fedrec.attacks.cross_round import CONSISTENCY_STATISTICS
 from fedrec.config import build_config
@@ -53,7 +54,7 @@ def run(ds, dataset: str, mode: str, ldp: str, rounds: int, clients_per_round: i
     cfg = build_config(FedGNNConfig, "fedgnn", dataset, overrides={
         "pseudo_set": mode, "rounds": rounds, "seed": seed,
         "clients_per_round": clients_per_round, **PRIVACY[ldp], **overrides})
-    trainer = build_fedgnn(cfg, ds, torch.device("cpu"))
+    trainer = get_algorithm("fedgnn").trainer(cfg, ds, torch.device("cpu"))
     positives = {u: c.train_items for u, c in trainer.job.client_data.items()}
     attack = CrossRoundAttack(positives, ds.num_items, pseudo_items=cfg.pseudo_items,
                               statistics=statistics)

@@ -40,7 +40,7 @@ def build(algorithm: str, ds: Any, **overrides: Any) -> tuple[Any, Any]:
     spec = get_algorithm(algorithm)
     cfg = build_config(spec.config_cls, algorithm, ds.name, overrides=overrides)
     seed_everything(cfg.seed)
-    return spec.build(cfg, ds, torch.device("cpu")), cfg
+    return spec.trainer(cfg, ds, torch.device("cpu")), cfg
 
 
 def timed(fn: Any, *args: Any) -> float:

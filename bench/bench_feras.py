@@ -49,7 +49,6 @@ from bench_saint_samplers import (  # a sibling script, not a package
 )
 
 from fedrec.algorithms import get_algorithm, resolve_config
-from fedrec.algorithms.base import build_trainer
 from fedrec.data.types import GraphDataset
 from fedrec.federation.secrets import ClientSecrets
 
@@ -128,8 +127,8 @@ def main() -> None:
               "presample": 50, "lr": 0.01, "seed": args.seed, "rounds": args.epochs}
     secrets = ClientSecrets(bytes(32))
     central_cfg = resolve_config("saint-central", "reddit", overrides=common)
-    central, central_setup, _ = timed(lambda: build_trainer(
-        get_algorithm("saint-central"), central_cfg, ds, torch.device("cpu")))
+    central, central_setup, _ = timed(lambda: get_algorithm("saint-central").trainer(
+        central_cfg, ds, torch.device("cpu")))
     steps = int(central.steps)
     iterations = math.ceil(steps / args.hosts)
     feras_cfg = resolve_config("feras", "reddit", overrides={
@@ -137,8 +136,7 @@ def main() -> None:
         "iterations_per_round": iterations})
 
     def feras_setup() -> Any:
-        trainer = build_trainer(get_algorithm("feras"), feras_cfg, ds, torch.device("cpu"),
-                                secrets)
+        trainer = get_algorithm("feras").trainer(feras_cfg, ds, torch.device("cpu"), secrets)
         host = trainer.job.parties[0]
         host.logic.topology(host.data)  # the public pre-sampling, shared by every host
         return trainer

@@ -19,7 +19,8 @@ import time
 
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.fedgnn import FedGNNConfig
 from fedrec.attacks import RatedItemsAttack
 from fedrec.attacks.rated_items import GUESS_RULES
 from fedrec.config import build_config
@@ -46,7 +47,7 @@ def main() -> None:
     torch.set_num_threads(1)
     ds = load_dataset("ml-100k", os.environ.get("FEDREC_DATA", "/work/shared/datasets"))
     cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k")
-    trainer = build_fedgnn(cfg, ds, torch.device("cpu"))
+    trainer = get_algorithm("fedgnn").trainer(cfg, ds, torch.device("cpu"))
     positives = {u: c.train_items for u, c in partition_by_user(ds).items()}
     rule_sets = {"without density": tuple(r for r in GUESS_RULES if r != "density"),
                  "density": ("density",)}

@@ -33,9 +33,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn
-from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.fedgnn import FedGNNConfig
+from fedrec.algorithms.fedmf import FedMFConfig
+from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
 from fedrec.attacks.seed_replay import (
     FedGNNReplay,
     FedMFKeyReplay,
@@ -52,7 +53,7 @@ CPU = torch.device("cpu")
 def fedgnn_rows(ds, rounds: int) -> dict:
     cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k",
                        overrides={"rounds": rounds, "expand_after": 0, "clients_per_round": 0})
-    trainer = build_fedgnn(cfg, ds, CPU)
+    trainer = get_algorithm("fedgnn").trainer(cfg, ds, CPU)
     replay = FedGNNReplay(cfg.seed, cfg.pseudo_items, cfg.clip, cfg.laplace)
     keys: list[bytes] = []
     trainer.runtime.observers.append(replay)
@@ -71,7 +72,7 @@ def fedgnn_rows(ds, rounds: int) -> dict:
 def ptf_rows(ds, rounds: int) -> dict:
     cfg = build_config(PTFFedRecConfig, "ptf-fedrec", "ml-100k",
                        overrides={"rounds": rounds, "clients_per_round": 0})
-    trainer = build_ptf_fedrec(cfg, ds, CPU)
+    trainer = get_algorithm("ptf-fedrec").trainer(cfg, ds, CPU)
     replay = PTFReplay(cfg.seed, tuple(cfg.beta_range), tuple(cfg.gamma_range))
     trainer.runtime.observers.append(replay)
     for rnd in range(1, rounds + 1):
@@ -83,7 +84,7 @@ def ptf_rows(ds, rounds: int) -> dict:
 def fedmf_rows(ds) -> dict:
     cfg = build_config(FedMFConfig, "fedmf", "ml-100k",
                        overrides={"rounds": 1, "key_bits": 512, "clients_per_round": 2})
-    trainer = build_fedmf(cfg, slice_users(ds, 20), CPU)
+    trainer = get_algorithm("fedmf").trainer(cfg, slice_users(ds, 20), CPU)
     replay = FedMFKeyReplay(cfg.seed, 512)
     trainer.runtime.observers.append(replay)
     trainer.train_round(1)

@@ -14,7 +14,8 @@ import time
 
 import torch
 
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 
@@ -34,7 +35,7 @@ def main() -> None:
     for defence in DEFENCES:
         cfg = build_config(PTFFedRecConfig, "ptf-fedrec", args.dataset,
                            overrides={"defense": defence, "rounds": 1})
-        trainer = build_ptf_fedrec(cfg, ds, torch.device("cpu"))
+        trainer = get_algorithm("ptf-fedrec").trainer(cfg, ds, torch.device("cpu"))
         t0 = time.perf_counter()
         stats = trainer.train_round(1)
         print(f"| {defence} | {stats['attack_precision']:.3f} | {stats['attack_recall']:.3f} | "

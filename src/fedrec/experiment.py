@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
-from fedrec.algorithms.base import VAL_PREFIX, Trainer, build_trainer, evaluate_splits
+from fedrec.algorithms.base import VAL_PREFIX, Trainer, evaluate_splits
 from fedrec.config import RunConfig, to_dict, with_new_defaults
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
@@ -282,7 +282,7 @@ def run_experiment(
            if log_dir is not None else None)
     try:
         seed_everything(cfg.seed)
-        trainer = build_trainer(spec, cfg, ds, dev, client_secrets)
+        trainer = spec.trainer(cfg, ds, dev, client_secrets)
         result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))
         checkpoint = None
         if out is not None:

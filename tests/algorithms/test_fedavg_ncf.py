@@ -12,7 +12,6 @@ import torch
 from fedrec.algorithms import get_algorithm
 from fedrec.algorithms.fedavg_ncf import (
     FedAvgNCFConfig,
-    build_fedavg_ncf,
     fedavg,
     server_param_names,
 )
@@ -51,7 +50,7 @@ def _wire_size(shapes: dict[str, tuple[int, ...]], with_n: bool) -> int:
 @pytest.fixture(scope="module")
 def run(ml100k):
     cfg = _cfg(rounds=2)
-    trainer = build_fedavg_ncf(cfg, ml100k, torch.device("cpu"))
+    trainer = get_algorithm("fedavg-ncf").trainer(cfg, ml100k, torch.device("cpu"))
     before = trainer.evaluate()
     tap: list[Message] = []  # every delivered message
     trainer.runtime.observers.append(tap.append)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
-from fedrec.algorithms.base import build_trainer, evaluate_splits
+from fedrec.algorithms.base import evaluate_splits
 from fedrec.data import load_dataset
 from fedrec.data.types import GraphDataset
 from fedrec.federation.secrets import ClientSecrets
@@ -91,7 +91,7 @@ def test_the_loader_reads_ppi_like_files_as_multilabel(ppi_like) -> None:
 def test_multilabel_training_reports_micro_f1_above_all_ones(ppi_like, algorithm: str) -> None:
     spec = get_algorithm(algorithm)
     cfg = resolve_config(algorithm, "ppi", overrides=SETTINGS[algorithm])
-    trainer = build_trainer(spec, cfg, ppi_like, CPU, ClientSecrets(bytes(32)))
+    trainer = spec.trainer(cfg, ppi_like, CPU, ClientSecrets(bytes(32)))
     losses = [trainer.train_round(rnd)["train_loss"] for rnd in range(1, cfg.rounds + 1)]
     metrics = evaluate_splits(trainer)
     assert "f1_micro" in metrics and "accuracy" not in metrics, metrics

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.fedgnn import FedGNNConfig
 from fedrec.attacks import CrossRoundAttack
 from fedrec.attacks.cross_round import (
     ClientRows,
@@ -86,7 +87,7 @@ def _run(ml100k, mode: str, noise: str, rounds: int, evidence: bool = False
     cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k", overrides={
         "pseudo_items": M, "pseudo_set": mode, "rounds": rounds, "dim": 16,
         "clients_per_round": CLIENTS, "neighbours": 0, **NOISE[noise]})
-    trainer = build_fedgnn(cfg, ds, torch.device("cpu"))
+    trainer = get_algorithm("fedgnn").trainer(cfg, ds, torch.device("cpu"))
     positives = {u: c.train_items for u, c in trainer.job.client_data.items()}
     attack = CrossRoundAttack(positives, ds.num_items, at_uploads=(1, 5, 10),
                               statistics=("ratio", "centered"), pseudo_items=M,

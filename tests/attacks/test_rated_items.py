@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn
+from fedrec.algorithms import get_algorithm
+from fedrec.algorithms.fedgnn import FedGNNConfig
 from fedrec.attacks import RatedItemsAttack, guess_rated_items
 from fedrec.attacks.rated_items import GUESS_RULES, row_scores
 from fedrec.config import build_config
@@ -24,7 +25,7 @@ def _run(ds, m: int, ldp: str, rounds: int = 1, **attack_kw):
     cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k", overrides={
         "pseudo_items": m, "rounds": rounds, "dim": 16, "clients_per_round": CLIENTS,
         "neighbours": 0, **LDP[ldp]})
-    trainer = build_fedgnn(cfg, ds, torch.device("cpu"))
+    trainer = get_algorithm("fedgnn").trainer(cfg, ds, torch.device("cpu"))
     positives = {u: c.train_items for u, c in trainer.job.client_data.items()}
     attack = RatedItemsAttack(positives, **attack_kw)
     uploads: list[Message] = []

@@ -3,9 +3,10 @@ run's config and the messages it receives, on real data, and must fail in every 
 FedGNN's shuffle (which rows are real) and Laplace noise, its expansion key, PTF-FedRec's
 sampling draws, FedMF's Paillier key.
 
-Written against the interface every fedrec version has (``build_*``, the trainer's runtime and
-its observers), so that the same file run on commit b43ef81 -- where client draws were keyed by
-the public seed -- fails there (the mutation check; numbers in bench/bench_seed_replay.py)."""
+Written against the interface every fedrec version has (``build_*_job``, ``FederatedTrainer``,
+the trainer's runtime and its observers), so that the same file run on commit b43ef81 -- where
+client draws were keyed by the public seed -- fails there (the mutation check; numbers in
+bench/bench_seed_replay.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn
-from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec
+from fedrec.algorithms.base import FederatedTrainer
+from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf_job
+from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec_job
 from fedrec.attacks.seed_replay import (
     FedGNNReplay,
     FedMFKeyReplay,
@@ -32,7 +34,7 @@ CPU = torch.device("cpu")
 def _fedgnn_trainer(ml100k, **overrides):
     cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k",
                        overrides={"rounds": 2, "pseudo_items": 200, "neighbours": 0, **overrides})
-    return cfg, build_fedgnn(cfg, slice_users(ml100k, 80), CPU)
+    return cfg, FederatedTrainer(build_fedgnn_job(cfg, slice_users(ml100k, 80), CPU), cfg, CPU)
 
 
 def test_fedgnn_shuffle_and_noise_cannot_be_replayed(ml100k):
@@ -67,7 +69,7 @@ def test_fedgnn_expansion_key_is_not_derivable(ml100k):
 def test_ptf_sampling_draws_cannot_be_replayed(ml100k):
     cfg = build_config(PTFFedRecConfig, "ptf-fedrec", "ml-100k",
                        overrides={"rounds": 1, "local_epochs": 1})
-    trainer = build_ptf_fedrec(cfg, slice_users(ml100k, 80), CPU)
+    trainer = FederatedTrainer(build_ptf_fedrec_job(cfg, slice_users(ml100k, 80), CPU), cfg, CPU)
     replay = PTFReplay(cfg.seed, tuple(cfg.beta_range), tuple(cfg.gamma_range))
     trainer.runtime.observers.append(replay)
     trainer.train_round(1)
@@ -81,7 +83,7 @@ def test_ptf_sampling_draws_cannot_be_replayed(ml100k):
 def test_fedmf_key_cannot_be_rebuilt(ml100k, bits):
     cfg = build_config(FedMFConfig, "fedmf", "ml-100k",
                        overrides={"rounds": 1, "key_bits": bits, "clients_per_round": 2})
-    trainer = build_fedmf(cfg, slice_users(ml100k, 20), CPU)
+    trainer = FederatedTrainer(build_fedmf_job(cfg, slice_users(ml100k, 20), CPU), cfg, CPU)
     replay = FedMFKeyReplay(cfg.seed, bits)
     trainer.runtime.observers.append(replay)
     trainer.train_round(1)

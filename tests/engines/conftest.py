@@ -23,14 +23,13 @@ def _simulate_lost(data_root, overrides: dict, users: int, lost: list[int],
     round 2 (before its training step when ``train_lost``, else after it, before the
     evaluation): what a deployment that lost a SuperNode in round 2 must reproduce (with the
     deployment's ``client_secrets``)."""
-    from fedrec.algorithms.base import build_trainer
     from fedrec.engines.common import load_sliced, resolve
     from fedrec.federation.runtime import seed_everything
 
     spec, cfg = resolve("fcf", "ml-100k", None, overrides)
     ds = load_sliced("ml-100k", data_root, users)
     seed_everything(cfg.seed)
-    trainer = build_trainer(spec, cfg, ds, torch.device("cpu"), client_secrets)
+    trainer = spec.trainer(cfg, ds, torch.device("cpu"), client_secrets)
     for rnd in range(1, cfg.rounds + 1):
         trainer.runtime.begin_round(rnd)
         if rnd == 2 and train_lost:

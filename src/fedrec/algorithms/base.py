@@ -218,14 +218,19 @@ class CentralizedTrainer(Trainer):
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registry entry: how to build a trainer for a dataset from a config."""
+    """A registry entry: how to build a trainer for a dataset from a config.
+
+    A federated algorithm gives ``build_job`` (its :class:`FederatedJob`: the simulator runs it
+    in :class:`FederatedTrainer`, a Flower deployment spreads its parties over SuperNodes); a
+    centralized baseline gives ``build`` (its :class:`CentralizedTrainer`). Exactly one of the
+    two; :meth:`trainer` builds either."""
 
     name: str
     summary: str
     paper: str
     config_cls: type[RunConfig]
     dataset_kinds: tuple[str, ...]
-    build: Callable[[RunConfig, Dataset, torch.device], Trainer]
+    build: Callable[[RunConfig, Dataset, torch.device], Trainer] | None = None
     build_job: Callable[[RunConfig, Dataset, torch.device], FederatedJob] | None = None
     #: The *experimenter's instruments* of a federated algorithm whose server-side evaluation
     #: needs ground truth the server never learns from the protocol (PTF-FedRec: the held-out
@@ -237,6 +242,27 @@ class AlgorithmSpec:
     #: ServerApp attaches them only when the experimenter hands it the ground truth
     #: (``fedrec deploy --experimenter-oracle``).
     instruments: Callable[[RunConfig, Dataset], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.build is None) == (self.build_job is None):
+            raise TypeError(f"algorithm {self.name!r}: give build (a centralized trainer) or "
+                            "build_job (a federated job), exactly one")
+
+    @property
+    def federated(self) -> bool:
+        """Whether the algorithm is a federated job (parties, messages, a ledger)."""
+        return self.build_job is not None
+
+    def trainer(self, cfg: RunConfig, dataset: Dataset, device: torch.device,
+                client_secrets: ClientSecrets | None = None) -> Trainer:
+        """The trainer of one run; a federated one simulates its parties in-process with
+        ``client_secrets`` (the experimenter's root of the clients' private randomness; fresh
+        entropy when None)."""
+        if self.build_job is None:
+            assert self.build is not None  # (__post_init__)
+            return self.build(cfg, dataset, device)
+        return FederatedTrainer(self.build_job(cfg, dataset, device), cfg, device,
+                                client_secrets)
 
 
 #: Prefix of the validation metrics in a history row's ``eval`` (``val_rmse``, ...).
@@ -250,12 +276,3 @@ def evaluate_splits(trainer: Trainer) -> dict[str, float]:
     valid = trainer.evaluate("valid")
     test = trainer.evaluate("test")
     return {**{VAL_PREFIX + k: v for k, v in valid.items()}, **test}
-
-
-def build_trainer(spec: AlgorithmSpec, cfg: RunConfig, dataset: Dataset, device: torch.device,
-                  client_secrets: ClientSecrets | None = None) -> Trainer:
-    """``spec``'s trainer; a federated one simulates its parties with ``client_secrets`` (the
-    experimenter's root of the clients' private randomness; fresh entropy when None)."""
-    if spec.build_job is None:
-        return spec.build(cfg, dataset, device)
-    return FederatedTrainer(spec.build_job(cfg, dataset, device), cfg, device, client_secrets)

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
-from fedrec.algorithms.base import FederatedJob, build_trainer
+from fedrec.algorithms.base import FederatedJob
 from fedrec.config import RunConfig, to_dict
 from fedrec.data import InteractionDataset, RatingDataset, dataset_type, load_dataset
 from fedrec.data import metadata_dataset as data_metadata_dataset
@@ -108,7 +108,7 @@ def probe_job(spec: AlgorithmSpec, cfg: RunConfig) -> FederatedJob:
     """``spec``'s job on a tiny metadata-only dataset of its first kind: what parties and roles
     the algorithm declares, without any data (marked as the probe:
     :func:`fedrec.data.types.public_facts`)."""
-    if spec.build_job is None:
+    if not spec.federated:
         raise ConfigError(f"{spec.name} is not a federated algorithm (nothing to deploy)")
     probe_type = dataset_type(spec.dataset_kinds[0])
     tiny = data_metadata_dataset(probe_type.probe_meta(), [0, 1])
@@ -139,8 +139,8 @@ def simulate(
     if dataset_kind(ds) not in spec.dataset_kinds:
         raise ConfigError(f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data")
     seed_everything(cfg.seed)
-    if spec.build_job is None:
+    if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
-    trainer = build_trainer(spec, cfg, ds, torch.device("cpu"), client_secrets)
+    trainer = spec.trainer(cfg, ds, torch.device("cpu"), client_secrets)
     return run_rounds(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)),
                       on_round=on_round)

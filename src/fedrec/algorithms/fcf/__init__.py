@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fcf.client import FCFClient
 from fedrec.algorithms.fcf.config import FCFConfig
 from fedrec.algorithms.fcf.server import FCFServer
@@ -64,18 +64,13 @@ def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> Fed
     )
 
 
-def build_fcf(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fcf_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fcf",
     summary="federated collaborative filtering: user factors stay on the device",
     paper="Ammad-ud-din et al., Federated Collaborative Filtering, arXiv:1901.09888",
     config_cls=FCFConfig,
     dataset_kinds=("rating", "interaction"),
-    build=build_fcf,
     build_job=build_fcf_job,
 )
 
-__all__ = ["SPEC", "FCFClient", "FCFConfig", "FCFServer", "build_fcf", "build_fcf_job"]
+__all__ = ["SPEC", "FCFClient", "FCFConfig", "FCFServer", "build_fcf_job"]

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fed_mvmf.client import MVMFClient, MVMFClientData
 from fedrec.algorithms.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.fed_mvmf.server import FedMVMFServer
@@ -93,11 +93,6 @@ def build_fed_mvmf_job(cfg: FedMVMFConfig, dataset: Dataset,
     return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
 
 
-def build_fed_mvmf(cfg: FedMVMFConfig, dataset: Dataset,
-                   device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fed_mvmf_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fed-mvmf",
     summary="federated multi-view matrix factorisation: FCF plus user and item side "
@@ -106,9 +101,8 @@ SPEC = AlgorithmSpec(
           "Recommendations, arXiv:2004.04256 (2020)",
     config_cls=FedMVMFConfig,
     dataset_kinds=("rating",),
-    build=build_fed_mvmf,
     build_job=build_fed_mvmf_job,
 )
 
 __all__ = ["SPEC", "FedMVMFConfig", "FedMVMFServer", "MVMFClient", "MVMFClientData",
-           "build_fed_mvmf", "build_fed_mvmf_job", "build_job_from_multiview", "multiview_of"]
+           "build_fed_mvmf_job", "build_job_from_multiview", "multiview_of"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fedavg_gcn.client import GCNHost, host_id
 from fedrec.algorithms.fedavg_gcn.config import FedAvgGCNConfig
 from fedrec.algorithms.fedavg_gcn.server import FedAvgGCNServer
@@ -44,10 +44,6 @@ def build_fedavg_gcn_job(cfg: FedAvgGCNConfig, ds: Dataset, device: torch.device
     return FederatedJob(FedAvgGCNServer(cfg, ds.num_features, ds.num_classes), parties=parties)
 
 
-def build_fedavg_gcn(cfg: FedAvgGCNConfig, ds: Dataset, device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fedavg_gcn_job(cfg, ds, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fedavg-gcn",
     summary="FedAvg of a 2-layer GCN over hosts holding node subsets of a graph",
@@ -55,8 +51,7 @@ SPEC = AlgorithmSpec(
     "sharing baseline of Feras)",
     config_cls=FedAvgGCNConfig,
     dataset_kinds=("graph",),
-    build=build_fedavg_gcn,
     build_job=build_fedavg_gcn_job,
 )
 
-__all__ = ["SPEC", "FedAvgGCNConfig", "build_fedavg_gcn", "build_fedavg_gcn_job"]
+__all__ = ["SPEC", "FedAvgGCNConfig", "build_fedavg_gcn_job"]

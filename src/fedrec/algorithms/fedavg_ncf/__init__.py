@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fedavg_ncf.client import FedAvgNCFClient
 from fedrec.algorithms.fedavg_ncf.config import FedAvgNCFConfig, server_param_names
 from fedrec.algorithms.fedavg_ncf.server import FedAvgNCFServer
@@ -45,11 +45,6 @@ def build_fedavg_ncf_job(cfg: FedAvgNCFConfig, dataset: Dataset,
                         client_data=partition_by_user(ds))
 
 
-def build_fedavg_ncf(cfg: FedAvgNCFConfig, dataset: Dataset,
-                     device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fedavg_ncf_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fedavg-ncf",
     summary="FedAvg over NeuMF: PTF-FedRec's parameter-transmission baseline",
@@ -57,9 +52,8 @@ SPEC = AlgorithmSpec(
     "Decentralized Data, AISTATS 2017 (baseline of Yuan et al., ICDE 2024)",
     config_cls=FedAvgNCFConfig,
     dataset_kinds=("rating", "interaction"),
-    build=build_fedavg_ncf,
     build_job=build_fedavg_ncf_job,
 )
 
-__all__ = ["SPEC", "FedAvgNCFClient", "FedAvgNCFConfig", "FedAvgNCFServer", "build_fedavg_ncf",
-           "build_fedavg_ncf_job", "fedavg", "server_param_names"]
+__all__ = ["SPEC", "FedAvgNCFClient", "FedAvgNCFConfig", "FedAvgNCFServer", "build_fedavg_ncf_job",
+           "fedavg", "server_param_names"]

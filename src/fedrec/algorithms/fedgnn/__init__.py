@@ -44,7 +44,7 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fedgnn.client import FedGNNClient
 from fedrec.algorithms.fedgnn.config import (
     ITEM_PRIVACY,
@@ -88,10 +88,6 @@ def build_fedgnn_job(cfg: FedGNNConfig, dataset: Dataset, device: torch.device) 
                         services={THIRD_PARTY: (FedGNNThirdParty(cfg.neighbours), None)})
 
 
-def build_fedgnn(cfg: FedGNNConfig, dataset: Dataset, device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fedgnn_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fedgnn",
     summary="federated GNN: pseudo items, local DP, third-party graph expansion",
@@ -99,11 +95,10 @@ SPEC = AlgorithmSpec(
     "Recommendation, KDD 2021 (arXiv:2102.04925)",
     config_cls=FedGNNConfig,
     dataset_kinds=("rating",),
-    build=build_fedgnn,
     build_job=build_fedgnn_job,
     instruments=fedgnn_instruments,
 )
 
 __all__ = ["ITEM_PRIVACY", "PSEUDO_SETS", "RING_TAILS", "SPEC", "FedGNNClient", "FedGNNConfig",
-           "FedGNNServer", "FedGNNThirdParty", "build_fedgnn", "build_fedgnn_job",
+           "FedGNNServer", "FedGNNThirdParty", "build_fedgnn_job",
            "fedgnn_instruments", "ldp_mechanism", "ring_bound"]

@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fedgrec.client import FedGRecClient
 from fedrec.algorithms.fedgrec.config import FedGRecConfig
 from fedrec.algorithms.fedgrec.server import FedGRecServer
@@ -101,10 +101,6 @@ def build_fedgrec_job(cfg: FedGRecConfig, dataset: Dataset,
                         client_data=partition_by_user(ds))
 
 
-def build_fedgrec(cfg: FedGRecConfig, dataset: Dataset, device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fedgrec_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fedgrec",
     summary="federated LightGCN: latent embeddings as the graph's proxy, updated lazily through "
@@ -113,9 +109,7 @@ SPEC = AlgorithmSpec(
           "Embeddings, FL-NeurIPS 2022 (arXiv:2210.13686)",
     config_cls=FedGRecConfig,
     dataset_kinds=("rating", "interaction"),
-    build=build_fedgrec,
     build_job=build_fedgrec_job,
 )
 
-__all__ = ["SPEC", "FedGRecClient", "FedGRecConfig", "FedGRecServer", "build_fedgrec",
-           "build_fedgrec_job"]
+__all__ = ["SPEC", "FedGRecClient", "FedGRecConfig", "FedGRecServer", "build_fedgrec_job"]

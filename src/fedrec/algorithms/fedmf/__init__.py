@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fedmf.client import FedMFClient
 from fedrec.algorithms.fedmf.config import UPLOAD_MODES, FedMFConfig
 from fedrec.algorithms.fedmf.server import FedMFServer
@@ -72,10 +72,6 @@ def build_fedmf_job(cfg: FedMFConfig, dataset: Dataset, device: torch.device) ->
     )
 
 
-def build_fedmf(cfg: FedMFConfig, dataset: Dataset, device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fedmf_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fedmf",
     summary="FCF with Paillier-encrypted item updates: the server only adds ciphertexts",
@@ -83,9 +79,7 @@ SPEC = AlgorithmSpec(
     "2020 (arXiv:1906.05108)",
     config_cls=FedMFConfig,
     dataset_kinds=("rating",),
-    build=build_fedmf,
     build_job=build_fedmf_job,
 )
 
-__all__ = ["SPEC", "UPLOAD_MODES", "FedMFClient", "FedMFConfig", "FedMFServer", "build_fedmf",
-           "build_fedmf_job"]
+__all__ = ["SPEC", "UPLOAD_MODES", "FedMFClient", "FedMFConfig", "FedMFServer", "build_fedmf_job"]

@@ -55,7 +55,7 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.feras.aggregator import FerasAggregator
 from fedrec.algorithms.feras.config import SCHEDULES, FerasConfig
 from fedrec.algorithms.feras.host import NAME, FerasHost, host_id
@@ -102,10 +102,6 @@ def build_feras_job(cfg: FerasConfig, ds: Dataset, device: torch.device) -> Fede
     return FederatedJob(server, parties=parties)
 
 
-def build_feras(cfg: FerasConfig, ds: Dataset, device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_feras_job(cfg, ds, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name=NAME,
     summary="federated GCN over hosts that share node embeddings (after layer 1) and weights "
@@ -113,10 +109,9 @@ SPEC = AlgorithmSpec(
     paper="Feras: Federated Graph-based Networks with Shared Embedding (GraphSAINT sampler)",
     config_cls=FerasConfig,
     dataset_kinds=("graph",),
-    build=build_feras,
     build_job=build_feras_job,
     instruments=feras_instruments,
 )
 
 __all__ = ["SCHEDULES", "SPEC", "FerasAggregator", "FerasConfig", "FerasHost", "FerasServer",
-           "build_feras", "build_feras_job", "feras_instruments", "host_id"]
+           "build_feras_job", "feras_instruments", "host_id"]

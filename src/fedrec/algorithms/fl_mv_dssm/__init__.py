@@ -58,7 +58,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.fl_mv_dssm.device import DeviceData, DeviceLogic, local_secure_aggregate
 from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
@@ -138,11 +138,6 @@ def build_fl_mv_dssm_job(cfg: FLMVDSSMConfig, dataset: Dataset,
     return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
 
 
-def build_fl_mv_dssm(cfg: FLMVDSSMConfig, dataset: Dataset,
-                     device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_fl_mv_dssm_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="fl-mv-dssm",
     summary="federated multi-view DSSM: isolated views per device, Gaussian noise between "
@@ -151,10 +146,9 @@ SPEC = AlgorithmSpec(
           "Recommendations, arXiv:2008.10808 (2020)",
     config_cls=FLMVDSSMConfig,
     dataset_kinds=("rating",),
-    build=build_fl_mv_dssm,
     build_job=build_fl_mv_dssm_job,
 )
 
 __all__ = ["SPEC", "DeviceLogic", "FLMVDSSMConfig", "FLMVDSSMServer", "ViewLogic",
-           "build_fl_mv_dssm", "build_fl_mv_dssm_job", "build_job_from_multiview",
+           "build_fl_mv_dssm_job", "build_job_from_multiview",
            "local_secure_aggregate", "multiview_of", "reuse_multiviews", "training_accountant"]

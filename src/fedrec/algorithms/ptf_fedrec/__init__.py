@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, FederatedTrainer
+from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.algorithms.ptf_fedrec.client import PTFClient, swap_top_scores
@@ -68,11 +68,6 @@ def build_ptf_fedrec_job(cfg: PTFFedRecConfig, dataset: Dataset,
                         client_data=partition_by_user(ds))
 
 
-def build_ptf_fedrec(cfg: PTFFedRecConfig, dataset: Dataset,
-                     device: torch.device) -> FederatedTrainer:
-    return FederatedTrainer(build_ptf_fedrec_job(cfg, dataset, device), cfg, device)
-
-
 SPEC = AlgorithmSpec(
     name="ptf-fedrec",
     summary="parameter transmission-free: only (item, score) pairs cross the network",
@@ -80,10 +75,9 @@ SPEC = AlgorithmSpec(
     "Recommender System, ICDE 2024",
     config_cls=PTFFedRecConfig,
     dataset_kinds=("rating", "interaction"),
-    build=build_ptf_fedrec,
     build_job=build_ptf_fedrec_job,
     instruments=ptf_instruments,
 )
 
 __all__ = ["DEFENSES", "DISPERSALS", "SPEC", "PTFClient", "PTFFedRecConfig", "PTFServer",
-           "build_ptf_fedrec", "build_ptf_fedrec_job", "ptf_instruments", "swap_top_scores"]
+           "build_ptf_fedrec_job", "ptf_instruments", "swap_top_scores"]

@@ -309,7 +309,7 @@ def deploy(
     does, and lets clients agree on shared keys (FedMF's key pair)."""
     say = log or (lambda _m: None)
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
-    if spec.build_job is None:
+    if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm (nothing to deploy)")
     if cfg.dropout > 0:
         raise ConfigError("dropout is simulated; on a deployment parties drop out for real "

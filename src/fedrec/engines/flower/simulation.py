@@ -155,7 +155,7 @@ def simulate_on_flower(
     import psutil
 
     spec, cfg = resolve(algorithm, dataset, None, overrides)
-    if spec.build_job is None:
+    if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
     if cfg.dropout > 0:
         raise ConfigError("dropout is simulated by fedrec's simulator; set dropout=0")
