@@ -12,16 +12,19 @@ import pytest
 import torch
 
 from fedrec.algorithms import resolve_config
+from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fed_mvmf import FedMVMFConfig, build_job_from_multiview, multiview_of
 from fedrec.algorithms.fed_mvmf.client import MVMFClientData
 from fedrec.algorithms.fed_mvmf.model import (
     client_loss_and_gradients,
+    item_factors_from_features,
     server_loss_and_gradients,
     user_factor,
 )
+from fedrec.algorithms.fed_mvmf.steps import TRAIN
 from fedrec.cli.main import main
 from fedrec.data import RatingDataset
-from fedrec.data.multiview import MultiViewData
+from fedrec.data.multiview import MultiViewData, cold_start
 from fedrec.errors import ConfigError
 from fedrec.federation import InProcessRuntime
 from fedrec.federation.secrets import ClientSecrets
@@ -162,3 +165,48 @@ def test_fedrec_run_fed_mvmf_through_the_cli(tmp_path: Path, data_root: Path, ml
     assert {"Precision@10", "Recall@10", "NDCG@10", "AUC"} <= final.keys()
     assert 0.5 < final["AUC"] <= 1.0
     assert data["privacy"]["secure_aggregation"] is False
+
+
+def test_a_new_items_factor_is_what_its_side_information_alone_gives() -> None:
+    t = _tiny()
+    reg, w_z = 0.3, 1.7
+    v = item_factors_from_features(t["b"], t["z"][:2], reg, w_z)
+    for row, z in zip(v, t["z"][:2], strict=True):  # the minimiser: its gradient vanishes
+        x = row.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(w_z * ((z - t["b"] @ x) ** 2).sum() + reg * (x ** 2).sum(), x)
+        assert float(g.norm()) < 1e-9
+
+
+@pytest.mark.parametrize("scenario", ["users", "items", "users-items"])
+def test_cold_start_trains_only_warm_clients_and_ranks_new_ones(mv: MultiViewData,
+                                                                scenario: str) -> None:
+    cfg = config(cold_start=scenario, rounds=3, clients_per_round=50)
+    mv = cold_start(mv, scenario, cfg.cold_fraction, cfg.split_seed)  # = multiview_of(cfg, ..)
+    job = build_job_from_multiview(cfg, mv)
+    t = mv.task
+    cold_users = sorted(set(t.test.users.tolist()) - set(t.train.users.tolist()))
+    new_items = np.asarray(mv.meta["cold_start"]["item_ids"])
+    assert len(new_items) == (168 if "items" in scenario else 0)
+    assert not set(new_items.tolist()) & set(t.train.items.tolist())
+    server = job.server
+    assert set(cold_users) <= set(job.client_ids) and not set(cold_users) & set(server.trainable)
+    if scenario == "users":  # (users-items tests only a new user's rows on new items)
+        assert len(cold_users) == 94
+    trainer = FederatedTrainer(job, cfg, torch.device("cpu"), ClientSecrets(bytes(32)))
+    trained: list[int] = []
+    trainer.runtime.observers.append(
+        lambda m: trained.append(m.receiver) if m.step == TRAIN and m.sender_role == "server"
+        else None)
+    for rnd in range(1, cfg.rounds + 1):
+        trainer.train_round(rnd)
+    assert len(trained) == 3 * 50 and not set(trained) & set(cold_users)
+    # A new item is scored with its side-information factor, every other with its V row.
+    scoring = server.scoring_factors()
+    want = item_factors_from_features(server.b.detach().double(),
+                                      server.z[new_items].double(), cfg.reg,
+                                      cfg.item_view_weight)
+    torch.testing.assert_close(scoring[new_items].double(), want, rtol=1e-5, atol=1e-6)
+    old = np.setdiff1d(np.arange(t.num_items), new_items)
+    assert torch.equal(scoring[old], server.v.detach()[old])
+    metrics = trainer.evaluate("test")
+    assert metrics["eval_clients"] > 0 and 0.5 < metrics["AUC"] <= 1.0

@@ -18,7 +18,7 @@ from fedrec.federation import (
     Routed,
     payload_size,
 )
-from fedrec.federation.runtime import cohort_chunks
+from fedrec.federation.runtime import cohort_chunks, sample_cohort
 from fedrec.federation.secrets import ClientSecrets
 
 
@@ -297,6 +297,13 @@ def test_sample_clients_deterministic_without_replacement() -> None:
     assert rt.sample_clients(100) == ids and rt.sample_clients(1000) == ids
     with pytest.raises(ConfigError):
         rt.sample_clients(0)
+    # Drawing among a subset (the clients that can train): only from it, the same draw as
+    # sample_cohort's on that subset, and all of it when the count covers it.
+    among = ids[::2]
+    rt.begin_round(7)
+    s = rt.sample_clients(10, among=among)
+    assert set(s) <= set(among) and len(set(s)) == 10
+    assert s == sample_cohort(among, 10, 5, 7) and rt.sample_clients(60, among=among) == among
 
 
 def test_client_state_persists_across_rounds_and_checkpoints() -> None:

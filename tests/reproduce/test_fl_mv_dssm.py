@@ -42,6 +42,9 @@ def test_plan_covers_every_table_and_quick_is_the_same_settings_in_fewer_rounds(
     assert full["variant/fed-mvmf-no-side"].overrides == {"user_view_weight": 0.0,
                                                           "item_view_weight": 0.0}
     assert full["cold/items"].overrides["cold_start"] == "items"
+    for c in COLD_STARTS:  # FED-MVMF beside FL-MV-DSSM in every cold-start scenario
+        assert full[f"cold/fed-mvmf/{c}"].algorithm == "fed-mvmf"
+        assert full[f"cold/fed-mvmf/{c}"].overrides == {"cold_start": c}
     assert all(s.seeds == (0, 1, 2) for s in full.values())
     assert not any("eval_devices" in s.overrides for s in full.values())  # every device
     assert set(quick) < set(full)
@@ -64,7 +67,7 @@ def test_the_runs_table_commands_parse_back_to_the_settings() -> None:
         assert parse_options(args.set, "--set") == {**spec.overrides, "seed": "S"}, spec.key
 
 
-@pytest.mark.slow  # a whole quick reproduction (11 runs, 2 short centralized DSSMs, 2 attacks)
+@pytest.mark.slow  # a whole quick reproduction (14 runs, 2 short centralized DSSMs, 2 attacks)
 def test_quick_writes_tables_fig2_and_privacy(tmp_path: Path, data_root: Path, ml100k,
                                               one_thread_module) -> None:
     argv = ["--data-dir", str(data_root), "reproduce", "fl-mv-dssm", "--quick", "--out",
@@ -74,6 +77,7 @@ def test_quick_writes_tables_fig2_and_privacy(tmp_path: Path, data_root: Path, m
     measured = r"\d\.\d{4} ± \d\.\d{4} \(1\)"
     for c in COLD_STARTS:
         assert re.search(rf"^\| FL-MV-DSSM, cold {c} .*(\| {measured} ){{4}}\|$", text, re.M), c
+        assert re.search(rf"^\| FED-MVMF, cold {c} .*(\| {measured} ){{4}}\|$", text, re.M), c
         assert re.search(rf"^\| most popular, cold {c} \(fallback.*(\| \d\.\d{{4}} ){{3}}", text,
                          re.M), c
     for _, label, _ in variant_rows(quick=True):

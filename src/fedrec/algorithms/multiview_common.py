@@ -14,8 +14,15 @@ import torch
 from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.data.fingerprint import fingerprint
-from fedrec.data.multiview import TASK_SPLITS, MultiViewData, build_multiview, cold_start
+from fedrec.data.multiview import (
+    COLD_START,
+    TASK_SPLITS,
+    MultiViewData,
+    build_multiview,
+    cold_start,
+)
 from fedrec.data.types import KNOWN_SPLITS, Dataset, Interactions, no_rows
+from fedrec.errors import ConfigError
 from fedrec.metrics.classification import auc
 from fedrec.metrics.ranking import per_user_topk_metrics
 
@@ -31,12 +38,27 @@ class MultiViewSplitConfig(RunConfig):
     split_seed: int = option(0, "seed of the split and of the held-aside (SVD view) slice")
     held_aside_fraction: float = option(0.2, "share of each user's positives held aside as "
                                              "the other app's data (the SVD view's input)")
+    cold_start: str = option("none", "none | users | items | users-items: hold a random "
+                                     "cold_fraction of them out of training, test on them "
+                                     "(CS-Users, CS-Items, CS-Users-Items)")
+    cold_fraction: float = option(0.1, "share of users / items held out (cold_start)")
 
     def validate(self) -> None:
         super().validate()
         check_choice("split", self.split, TASK_SPLITS)
         check_range("test_fraction", self.test_fraction, 0.0, 1.0, low_open=True)
         check_range("held_aside_fraction", self.held_aside_fraction, 0.0, 1.0, low_open=True)
+        check_choice("cold_start", self.cold_start, COLD_START)
+        check_range("cold_fraction", self.cold_fraction, 0.0, 1.0, low_open=True)
+        if self.cold_fraction == 1.0:
+            raise ConfigError("cold_fraction must be below 1: something must stay to train on")
+
+
+def multiview_of(cfg: MultiViewSplitConfig, dataset: Dataset) -> MultiViewData:
+    """The multi-view data of all of ``dataset``'s ratings on ``cfg``'s split and cold-start
+    scenario (:func:`multiview_split`; reused within :func:`reuse_multiviews`)."""
+    return multiview_split(dataset, cfg.split, cfg.test_fraction, cfg.split_seed,
+                           cfg.held_aside_fraction, cfg.cold_start, cfg.cold_fraction)
 
 
 #: Inside :func:`reuse_multiviews`: each split built so far, by data and split options.

@@ -186,7 +186,8 @@ def cold_start(mv: MultiViewData, scenario: str, fraction: float = 0.1, seed: in
     side). Training is every row with neither side held out, and validation is carved from it
     again (:func:`fedrec.data.splits.carve_validation`). The views' features and the item
     features are unchanged: a new user has its view features but no interactions in the task.
-    ``"none"`` returns ``mv``. Bad scenario or fraction -> one-line ConfigError."""
+    ``meta["cold_start"]["item_ids"]`` lists the held-out (new) items, which a catalogue would
+    publish. ``"none"`` returns ``mv``. Bad scenario or fraction -> one-line ConfigError."""
     if scenario not in COLD_START:
         raise ConfigError(f"cold_start must be one of {', '.join(COLD_START)}, got {scenario!r}")
     if scenario == "none":
@@ -207,7 +208,8 @@ def cold_start(mv: MultiViewData, scenario: str, fraction: float = 0.1, seed: in
     test = (u_cold & i_cold) if scenario == "users-items" else ~warm
     meta = {**task.meta, "cold_start": {"scenario": scenario, "fraction": float(fraction),
                                         "seed": int(seed), "users": int(cold_users.sum()),
-                                        "items": int(cold_items.sum())}}
+                                        "items": int(cold_items.sum()),
+                                        "item_ids": np.flatnonzero(cold_items).tolist()}}
     meta.pop("validation", None)
     unsplit = InteractionDataset(name=task.name, num_users=task.num_users,
                                  num_items=task.num_items, train=rows.select(np.flatnonzero(warm)),

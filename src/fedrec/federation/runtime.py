@@ -223,8 +223,11 @@ class Runtime(ABC):
         """:meth:`call`; ``broadcast``: every request is the same one payload."""
 
     @abstractmethod
-    def sample_clients(self, count: int) -> list[PartyId]:
-        """This round's participants: ``count`` clients drawn without replacement."""
+    def sample_clients(self, count: int, among: Sequence[PartyId] | None = None
+                       ) -> list[PartyId]:
+        """This round's participants: ``count`` clients drawn without replacement from every
+        client, or from ``among`` (a subset in client order, e.g. the clients that have
+        training data when new users' clients only evaluate), with :func:`sample_cohort`."""
 
 
 def sample_cohort(client_ids: Sequence[PartyId], count: int, seed: int,
@@ -350,8 +353,10 @@ class InProcessRuntime(Runtime):
         """Make ``client`` go silent this round after answering ``after_calls`` more calls."""
         self._drop_after[client] = self._calls_answered[client] + after_calls
 
-    def sample_clients(self, count: int) -> list[PartyId]:
-        return sample_cohort(self._client_ids, count, self.seed, self.round)
+    def sample_clients(self, count: int, among: Sequence[PartyId] | None = None
+                       ) -> list[PartyId]:
+        pool = self._client_ids if among is None else among
+        return sample_cohort(pool, count, self.seed, self.round)
 
     # -- messaging ---------------------------------------------------------------------------
     def _deliver(self, msg: Message, finite: bool | None = None) -> bool:

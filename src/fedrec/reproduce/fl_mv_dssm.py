@@ -6,9 +6,10 @@ Precision/Recall/NDCG@10 and AUC, mean ± std over ``--seeds`` seeds, each at it
 validation):
 
 * **Table II (cold start)**: FL-MV-DSSM with ``cold_start`` users, items and users-items (10% held
-  out, noise off), each beside a most-popular ranking of the same held-out rows, computed here
-  (the fallback a recommender without features would use; a cold item has no training count,
-  so it ranks last there).
+  out, noise off), each beside FED-MVMF on the same scenario (a new user's factor from its
+  views, a new item's from its features: :mod:`fedrec.algorithms.fed_mvmf`) and a most-popular
+  ranking of the same held-out rows, computed here (the fallback a recommender without
+  features would use; a cold item has no training count, so it ranks last there).
 * **Table III (variants)**: FL-MV-DSSM, SEMI-FL-MV-DSSM (``aggregate_user_sub_model: false``)
   and FL-DSSM on each single view (``views: [demographics]``, ``views: [svd]``), each with the
   paper's Gaussian mechanism (sigma 1) and with the noise off; centralized DSSM per view
@@ -33,9 +34,9 @@ uploads gives the same model (tested), and the secure sum costs minutes a round.
 sample of :data:`QUICK_EVAL_DEVICES` devices (``eval_devices``; the full reproduction evaluates
 every device), the noise-off variants only (and the defaults), the centralized DSSM's first 8
 steps of 1,024 positives (:data:`QUICK_CENTRAL`), one FCF round, one FED-MVMF round of 32
-clients each (evaluated on the same sample size) and the attack at sigma 0 and 1
-with 4 devices: it tests the pipeline, not the method. Every run and report figure of one
-process shares one multi-view build of the split
+clients each (evaluated on the same sample size; the cold-start ones too) and the attack at
+sigma 0 and 1 with 4 devices: it tests the pipeline, not the method. Every run and report
+figure of one process shares one multi-view build of the split
 (:func:`fedrec.algorithms.fl_mv_dssm.reuse_multiviews`).
 """
 
@@ -101,6 +102,9 @@ def plan(seeds: int, quick: bool) -> list[RunSpec]:
     fast = QUICK if quick else {}
     specs = [RunSpec(f"cold/{c}", "fl-mv-dssm", DATASET,
                      {**fast, **PLAIN, **NOISE_OFF, "cold_start": c}, s) for c in COLD_STARTS]
+    specs += [RunSpec(f"cold/fed-mvmf/{c}", "fed-mvmf", DATASET,
+                      {**(QUICK_MVMF if quick else {}), "cold_start": c}, s)
+              for c in COLD_STARTS]
     specs += [RunSpec(f"variant/{key}", "fl-mv-dssm", DATASET, {**fast, **PLAIN, **ov}, s)
               for key, _, ov in variant_rows(quick)]
     specs.append(RunSpec("variant/fcf", "fcf", DATASET, {**(QUICK_FCF if quick else {}), **FCF},
@@ -210,6 +214,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     for c in COLD_STARTS:
         spec = next(s for s in specs if s.key == f"cold/{c}")
         rows.append([f"FL-MV-DSSM, cold {c} (noise off)", *_cells(res.get(spec.key, []))])
+        rows.append([f"FED-MVMF, cold {c} (new users' factors from their views, new items' from "
+                     "their features)", *_cells(res.get(f"cold/fed-mvmf/{c}", []))])
         pop = most_popular({"cold_start": c}, ds)
         rows.append([f"most popular, cold {c} (fallback, computed here)", *_popular_cells(pop)])
     lines.append("## Table II: cold start (10% of users / items held out of training)\n")

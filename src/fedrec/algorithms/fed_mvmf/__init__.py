@@ -33,6 +33,17 @@ Evaluation (federated, as FL-MV-DSSM's): ``evaluate`` sends ``V``, ``A``; each c
 ``u`` as in training, ranks every item it has not trained on by ``V u`` and returns only its
 Precision/Recall/NDCG@``topk`` and AUC.
 
+Cold start (``cold_start: users | items | users-items``, FL-MV-DSSM's CS-Users, CS-Items and
+CS-Users-Items re-split of the same data): a new user's client holds its ``Y`` row and no
+training positive; it is never sampled for training (the gradient estimate scales by the
+clients that train) and at evaluation fits ``u`` from ``Y`` alone, since with no positive the
+ALS step is ``(V^T V + w_Y A^T A + lambda I) u = w_Y A^T y``. A new item has no interaction, so
+training only ever pushes its ``V`` row towards scoring 0 for everyone; the evaluation scores it
+with the factor its side information gives, ``(w_Z B^T B + lambda I)^-1 w_Z B^T z_j``
+(:func:`~fedrec.algorithms.fed_mvmf.model.item_factors_from_features`), as multi-view MF
+predicts a cold item. Which items are new is public (the catalogue publishes its new items:
+the scenario's held-out items), so the server applies it; nothing about a client is needed.
+
 Where this implementation chose. Only the paper's abstract and introduction were at hand, not
 its method section, so its exact weights and update schedule are not taken from its text: the
 confidence ``1 + alpha`` and ALS user step are FCF's; the two side-information terms carry
@@ -53,18 +64,12 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.fed_mvmf.client import MVMFClient, MVMFClientData
 from fedrec.algorithms.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.fed_mvmf.server import FedMVMFServer
-from fedrec.algorithms.multiview_common import items_by_user, multiview_split
+from fedrec.algorithms.multiview_common import items_by_user, multiview_of
 from fedrec.data.multiview import MultiViewData
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.runtime import Party
-
-
-def multiview_of(cfg: FedMVMFConfig, dataset: Dataset) -> MultiViewData:
-    """FL-MV-DSSM's multi-view data of ``dataset`` on ``cfg``'s split (no cold start)."""
-    return multiview_split(dataset, cfg.split, cfg.test_fraction, cfg.split_seed,
-                           cfg.held_aside_fraction)
 
 
 def build_job_from_multiview(cfg: FedMVMFConfig, mv: MultiViewData) -> FederatedJob:
@@ -80,11 +85,18 @@ def build_job_from_multiview(cfg: FedMVMFConfig, mv: MultiViewData) -> Federated
     parts = {s: items_by_user(getattr(task, s), task.num_users)
              for s in ("train", "valid", "test")}
     logic = MVMFClient(cfg, task.num_items)
+    trainable = [u for u in range(task.num_users) if len(parts["train"][u])]
+    clients, server_args = trainable, {}
+    if cfg.cold_start != "none":  # new users' clients are evaluated, never trained
+        clients = [u for u in range(task.num_users)
+                   if any(len(parts[s][u]) for s in ("train", "valid", "test"))]
+        server_args = {"trainable": trainable,
+                       "new_items": np.asarray(mv.meta["cold_start"]["item_ids"])}
     parties = [Party(u, CLIENT, logic,
                      MVMFClientData(parts["train"][u], parts["valid"][u], parts["test"][u],
                                     y[u].copy()))
-               for u in range(task.num_users) if len(parts["train"][u])]
-    return FederatedJob(server=FedMVMFServer(cfg, mv.item_features, y.shape[1]),
+               for u in clients]
+    return FederatedJob(server=FedMVMFServer(cfg, mv.item_features, y.shape[1], **server_args),
                         parties=parties)
 
 

@@ -57,3 +57,13 @@ def server_loss_and_gradients(v: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     grad_a = 2.0 * reg * a
     grad_b = 2.0 * item_weight * resid.T @ v + 2.0 * reg * b
     return float(loss), grad_v, grad_a, grad_b
+
+
+def item_factors_from_features(b: torch.Tensor, z: torch.Tensor, reg: float,
+                               item_weight: float) -> torch.Tensor:
+    """The item factors that the item side information alone gives, one row per row of ``z``:
+    the ``v`` minimising ``w_Z ||z - B v||^2 + lambda ||v||^2``, i.e. ``(w_Z B^T B + lambda I)
+    v = w_Z B^T z``. What a new item (no interaction yet) is scored with: its ``V`` row has only
+    ever been pushed towards scoring 0 for every user."""
+    lhs = item_weight * b.T @ b + reg * torch.eye(b.shape[1], dtype=b.dtype, device=b.device)
+    return torch.linalg.solve(lhs, item_weight * b.T @ z.T).T

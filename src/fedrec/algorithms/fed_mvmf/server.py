@@ -12,7 +12,7 @@ import torch
 
 from fedrec.algorithms.base import ServerLogic
 from fedrec.algorithms.fed_mvmf.config import FedMVMFConfig
-from fedrec.algorithms.fed_mvmf.model import server_loss_and_gradients
+from fedrec.algorithms.fed_mvmf.model import item_factors_from_features, server_loss_and_gradients
 from fedrec.algorithms.fed_mvmf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
@@ -34,11 +34,22 @@ def evaluated_clients(clients: list[PartyId], count: int, seed: int) -> list[Par
 
 
 class FedMVMFServer(ServerLogic):
-    """Holds ``V``, ``A``, ``B`` (initialised from the public seed) and ``Z`` (public)."""
+    """Holds ``V``, ``A``, ``B`` (initialised from the public seed) and ``Z`` (public).
 
-    def __init__(self, cfg: FedMVMFConfig, item_features: np.ndarray, user_feature_dim: int
+    Cold start (``cold_start`` other than none): ``trainable`` names the clients with training
+    positives, the only ones sampled for training (a new user's client is evaluated only);
+    ``new_items`` names the catalogue's new items (public: the catalogue says which items were
+    just added), which the evaluation scores with their side-information factors
+    (:func:`~fedrec.algorithms.fed_mvmf.model.item_factors_from_features`) instead of their
+    ``V`` rows."""
+
+    def __init__(self, cfg: FedMVMFConfig, item_features: np.ndarray, user_feature_dim: int,
+                 trainable: list[PartyId] | None = None, new_items: np.ndarray | None = None
                  ) -> None:
         self.cfg = cfg
+        self.trainable = trainable
+        self.new_items = torch.as_tensor(
+            np.asarray(new_items if new_items is not None else [], dtype=np.int64))
         self.z = torch.from_numpy(np.asarray(item_features, dtype=np.float32))
         num_items, item_dim = self.z.shape
         self.v = init_factors(num_items, cfg.dim, torch_generator(cfg.seed, "mvmf-v"))
@@ -51,10 +62,23 @@ class FedMVMFServer(ServerLogic):
     def _broadcast(self) -> Payload:
         return {"item_factors": self.v.detach(), "user_feature_loadings": self.a.detach()}
 
+    def scoring_factors(self) -> torch.Tensor:
+        """``V`` with each new item's row replaced by its side-information factor."""
+        v = self.v.detach()
+        if len(self.new_items) == 0:
+            return v
+        v = v.clone()
+        v[self.new_items] = item_factors_from_features(
+            self.b.detach().double(), self.z[self.new_items].double(), self.cfg.reg,
+            self.cfg.item_view_weight).to(v.dtype)
+        return v
+
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         cfg = self.cfg
-        n_clients = len(rt.client_ids)
-        selected = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients))
+        # Cold start: a new user's client has nothing to train on (not in trainable).
+        n_clients = len(rt.client_ids if self.trainable is None else self.trainable)
+        selected = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients),
+                                     among=self.trainable)
         replies = rt.broadcast(TRAIN, selected, self._broadcast())
         if not replies:
             raise ProtocolError(f"round {rnd}: no client update arrived; if updates diverge, "
@@ -77,8 +101,9 @@ class FedMVMFServer(ServerLogic):
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         clients = evaluated_clients(list(rt.client_ids), self.cfg.eval_devices,
                                     self.cfg.seed)
-        replies = rt.broadcast(EVALUATE, clients,
-                               eval_request(self._broadcast(), split))
+        model = {"item_factors": self.scoring_factors(),
+                 "user_feature_loadings": self.a.detach()}
+        replies = rt.broadcast(EVALUATE, clients, eval_request(model, split))
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def privacy_report(self) -> dict[str, Any]:

@@ -63,20 +63,12 @@ from fedrec.algorithms.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.fl_mv_dssm.device import DeviceData, DeviceLogic, local_secure_aggregate
 from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
 from fedrec.algorithms.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
-from fedrec.algorithms.multiview_common import items_by_user, multiview_split, reuse_multiviews
+from fedrec.algorithms.multiview_common import items_by_user, multiview_of, reuse_multiviews
 from fedrec.data.multiview import MultiViewData
 from fedrec.data.types import Dataset, is_metadata_only, public_facts
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.runtime import Party
-
-
-def multiview_of(cfg: FLMVDSSMConfig, dataset: Dataset) -> MultiViewData:
-    """The multi-view data of all of ``dataset``'s ratings on ``cfg``'s split and cold-start
-    scenario (:func:`fedrec.algorithms.multiview_common.multiview_split`; reused within
-    :func:`reuse_multiviews`)."""
-    return multiview_split(dataset, cfg.split, cfg.test_fraction, cfg.split_seed,
-                           cfg.held_aside_fraction, cfg.cold_start, cfg.cold_fraction)
 
 
 def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> FederatedJob:

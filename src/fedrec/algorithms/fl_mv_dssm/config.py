@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fedrec.algorithms.multiview_common import MultiViewSplitConfig
 from fedrec.config import check_choice, check_range, option
-from fedrec.data.multiview import COLD_START, VIEW_NAMES
+from fedrec.data.multiview import VIEW_NAMES
 from fedrec.errors import ConfigError
 from fedrec.federation.secure_sum import (
     validate_secure_sum_options,
@@ -24,10 +24,6 @@ class FLMVDSSMConfig(MultiViewSplitConfig):
     rounds: int = option(100)
     eval_every: int = option(10)
     clients_per_round: int = option(100, "devices sampled per round (0 = every device)")
-    cold_start: str = option("none", "none | users | items | users-items: hold a random "
-                                     "cold_fraction of them out of training, test on them "
-                                     "(CS-Users, CS-Items, CS-Users-Items)")
-    cold_fraction: float = option(0.1, "share of users / items held out (cold_start)")
     views: tuple[str, ...] = option(VIEW_NAMES, "the user views each device runs, by name "
                                                 "(demographics, svd); one view = FL-DSSM")
     widths: tuple[int, ...] = option((64, 32, 16), "Dense widths of every tower (Table I)")
@@ -66,10 +62,6 @@ class FLMVDSSMConfig(MultiViewSplitConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_choice("cold_start", self.cold_start, COLD_START)
-        check_range("cold_fraction", self.cold_fraction, 0.0, 1.0, low_open=True)
-        if self.cold_fraction == 1.0:
-            raise ConfigError("cold_fraction must be below 1: something must stay to train on")
         if not self.views:
             raise ConfigError("views is empty: a device needs at least one view")
         for name in self.views:

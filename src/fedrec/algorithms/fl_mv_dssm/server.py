@@ -18,7 +18,7 @@ from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import numpy_rng, torch_generator
 from fedrec.federation.message import PartyId
-from fedrec.federation.runtime import Runtime, sample_cohort
+from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
     secure_sum_config,
@@ -91,13 +91,10 @@ class FLMVDSSMServer(ServerLogic):
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         cfg = self.cfg
-        n_clients = len(rt.client_ids)
-        if self.trainable is None:
-            devices = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients))
-        else:  # cold start: the held-out users' devices have nothing to train on
-            n_train = len(self.trainable)
-            devices = sample_cohort(self.trainable, min(cfg.clients_per_round or n_train,
-                                                        n_train), cfg.seed, rnd)
+        # Cold start: the held-out users' devices have nothing to train on (not in trainable).
+        n_clients = len(rt.client_ids if self.trainable is None else self.trainable)
+        devices = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients),
+                                    among=self.trainable)
         rt.broadcast(VIEW_TRAIN, self.view_ids(devices), self.model())
         replies = rt.broadcast(LOCAL_AGGREGATE, devices, secure_sum_request(len(devices)))
         self.participations.update(replies.keys())

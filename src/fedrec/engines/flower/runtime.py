@@ -175,9 +175,11 @@ class FlowerRuntime(Runtime):
     def begin_round(self, rnd: int) -> None:
         self.round = rnd
 
-    def sample_clients(self, count: int) -> list[PartyId]:
+    def sample_clients(self, count: int, among: Sequence[PartyId] | None = None
+                       ) -> list[PartyId]:
         # The simulator's draw: same seed, same cohort.
-        return sample_cohort(self._client_ids, count, self.seed, self.round)
+        pool = self._client_ids if among is None else among
+        return sample_cohort(pool, count, self.seed, self.round)
 
     def _deliver(self, msg: Message, finite: bool) -> bool:
         self.ledger.record(msg)
