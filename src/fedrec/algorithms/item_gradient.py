@@ -33,16 +33,12 @@ from fedrec.core.codec import Payload
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.runtime import PartyContext, cohort_seeds
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import (
-    validate_secure_sum_options,
-    variant_of,
-    variant_option,
-)
+from fedrec.federation.secure_sum import SecureSumOptions
 from fedrec.models.mf import bpr_loss, init_factors, rating_loss, sample_negatives
 
 
 @dataclass
-class ItemGradientConfig(MFConfig):
+class ItemGradientConfig(MFConfig, SecureSumOptions):
     """FCF's options, which FedMF shares (it reads ``lr`` as its SGD step on the item table and
     runs no secure aggregation: the ``secagg_*`` options are FCF's)."""
 
@@ -51,27 +47,17 @@ class ItemGradientConfig(MFConfig):
     lr: float = option(0.01, "server Adam learning rate on the item factors")
     local_steps: int = option(5, "client steps on its user factor per round")
     lr_user: float = option(0.5, "client step size on its own user factor (mean loss)")
-    # Secure aggregation (Bonawitz et al. 2017, or SecAgg+ with secagg_variant): the server sees
-    # only masked, dense uploads and their sum; gradient coordinates are clipped and fixed-point
-    # encoded in a ring.
+    # Without secure aggregation the (sparse) uploads go in clear, unclipped: the plain sum of
+    # SecureSumOptions is not used here.
     secure_aggregation: bool = option(False, "true: the server sees only masked, dense uploads "
-                                             "and their sum (Bonawitz et al. 2017)")
-    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
-                                          "survive each step, in (0.5, 1]")
-    secagg_clip: float = option(10.0, "gradient coordinates are clipped to [-secagg_clip, "
-                                      "secagg_clip]")
-    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits} of the "
-                                  "masked sums")
-    secagg_variant: str = variant_option("variant")
-    secagg_corrupt: float = variant_option("corrupt")
-    secagg_dropout: float = variant_option("dropout")
+                                             "and their sum (secagg_variant); false: every "
+                                             "upload in clear")
+    secagg_clip: float = option(10.0)
 
     def validate(self) -> None:
         super().validate()
         check_range("local_steps", self.local_steps, 1)
         check_range("lr_user", self.lr_user, 0.0, low_open=True)
-        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
-                                    **variant_of(self))
 
 
 class LocalMF:

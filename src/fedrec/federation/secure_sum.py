@@ -69,7 +69,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrec.config import check_choice, check_range, option
+from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import PartyId
@@ -89,6 +89,7 @@ __all__ = [
     "VARIANTS",
     "PlainSum",
     "SecureSumClient",
+    "SecureSumOptions",
     "SecureSumResult",
     "SecureSumSteps",
     "SparseUpload",
@@ -168,6 +169,42 @@ def validate_secure_sum_options(threshold: float, clip: float, bits: int,
     if corrupt >= 1.0 or dropout >= 1.0:
         raise ConfigError(f"{prefix}_corrupt and {prefix}_dropout must be below 1, got "
                           f"{corrupt} and {dropout}")
+
+
+@dataclass
+class SecureSumOptions(RunConfig):
+    """The run options of an algorithm whose uploads reach the server only as a sum: a secure
+    sum (``secagg_variant``), or with ``secure_aggregation: false`` the plain sum of the same
+    clipped fixed-point encodings (the same total bit for bit, without the masking's cost; the
+    server then sees every upload). A config class inherits them (with its own ``rounds``);
+    one that differs only in a default redeclares that field with ``option(value)``."""
+
+    secure_aggregation: bool = option(True, "true: a secure sum across clients "
+                                            "(secagg_variant); false: a plain sum of the same "
+                                            "clipped, fixed-point uploads")
+    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
+                                          "survive each step, in (0.5, 1]")
+    secagg_clip: float = option(1.0, "bound of every upload coordinate (larger values are "
+                                     "clipped to it before the sum)")
+    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
+    secagg_variant: str = variant_option("variant")
+    secagg_corrupt: float = variant_option("corrupt")
+    secagg_dropout: float = variant_option("dropout")
+
+    def validate(self) -> None:
+        super().validate()
+        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
+                                    **variant_of(self))
+
+    def sum_config(self, dim: int, cohort: int) -> SecAggConfig:
+        """:func:`secure_sum_config` of a sum of ``dim`` floats over ``cohort`` clients."""
+        return secure_sum_config(dim, cohort, self.secagg_threshold, self.secagg_clip,
+                                 self.secagg_bits, **variant_of(self))
+
+    def sum_client(self) -> SecureSumClient:
+        """A client's half of the sums these options describe."""
+        return SecureSumClient(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
+                               **variant_of(self))
 
 
 def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,

@@ -51,8 +51,13 @@ weights ``w_Y`` (``user_view_weight``) and ``w_Z`` (``item_view_weight``), 1 by 
 server updates all of ``V``, ``A``, ``B`` with one Adam step per round on the whole-objective
 gradient (FCF's Adam on ``V``, extended), not with closed-form steps on ``B``. ``w_Y = w_Z = 0``
 is FCF itself on this split. The uploads are dense (every item's row), so their shape reveals
-nothing; their values do (:meth:`FedMVMFServer.privacy_report`). No differential privacy and no
-secure aggregation. Design notes and measured runs: ``docs/fl-mv-dssm.md``.
+nothing; their values do (:meth:`FedMVMFServer.privacy_report`). ``secure_aggregation: true``
+sends each client's ``[dL_u/dV, dL_u/dA]`` as one vector into fedrec's secure sum
+(:class:`~fedrec.federation.secure_sum.SecureSumOptions`: Bonawitz et al. or SecAgg+,
+coordinates clipped to ``secagg_clip`` = 100, which the gradients stay far below, and
+fixed-point encoded), so the server learns only the cohort's sum; the clients' losses then
+stay on the clients. Off by default (the measured runs send in clear). No differential
+privacy. Design notes and measured runs: ``docs/fl-mv-dssm.md``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from fedrec.algorithms.multiview_common import device_ranking_metrics
 from fedrec.core.codec import Payload
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
+from fedrec.federation.secure_sum import SecureSumSteps
 from fedrec.federation.steps import step
 
 
@@ -32,12 +33,14 @@ class MVMFClientData:
     features: np.ndarray  # the user's Y row: every user view, concatenated
 
 
-class MVMFClient(PartyLogic):
-    """Every client's code: the closed-form user factor and the gradients of ``V`` and ``A``."""
+class MVMFClient(SecureSumSteps, PartyLogic):
+    """Every client's code: the closed-form user factor and the gradients of ``V`` and ``A``,
+    sent in clear or (``secure_aggregation``) as one dense vector into a secure sum."""
 
     def __init__(self, cfg: FedMVMFConfig, num_items: int) -> None:
         self.cfg = cfg
         self.num_items = num_items
+        self.secure = cfg.sum_client()
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return {"u": torch.zeros(self.cfg.dim)}
@@ -68,7 +71,11 @@ class MVMFClient(PartyLogic):
             loss, grad_v, grad_a = client_loss_and_gradients(
                 u, v, a, positives, y, cfg.alpha, cfg.reg, cfg.user_view_weight)
             c.state["u"] = u.float()
-            out.append({"grad_v": grad_v.float(), "grad_a": grad_a.float(), "loss": loss})
+            if cfg.secure_aggregation:  # the step ends with the keys; the loss stays here
+                dense = torch.cat([grad_v.ravel(), grad_a.ravel()]).numpy()
+                out.append(self.secure.advertise(c, dense, payload))
+            else:
+                out.append({"grad_v": grad_v.float(), "grad_a": grad_a.float(), "loss": loss})
         return out
 
     @step(EVALUATE, cohort=True, broadcast=True)

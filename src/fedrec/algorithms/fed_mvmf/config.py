@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from fedrec.algorithms.multiview_common import MultiViewSplitConfig
 from fedrec.config import check_range, option
+from fedrec.federation.secure_sum import SecureSumOptions
 
 
 @dataclass
-class FedMVMFConfig(MultiViewSplitConfig):
+class FedMVMFConfig(MultiViewSplitConfig, SecureSumOptions):
     """FL-MV-DSSM's protocol where the two share a setting (100 rounds, 100 clients a round, its
     split, latent dimension 30, Precision/Recall/NDCG@10 and AUC); the rest are FED-MVMF's and
-    FCF's own (confidence weights, L2, the server's Adam)."""
+    FCF's own (confidence weights, L2, the server's Adam, secure aggregation off by default)."""
 
     rounds: int = option(100)
     eval_every: int = option(10)
@@ -29,6 +30,13 @@ class FedMVMFConfig(MultiViewSplitConfig):
     eval_devices: int = option(0, "clients evaluated: a sample of this many drawn once from "
                                   "the run's seed, the same at every evaluation (0: every "
                                   "client)")
+    secure_aggregation: bool = option(False, "true: the server sees only masked, dense uploads "
+                                             "and their sum (secagg_variant); false: every "
+                                             "upload in clear (float32, unclipped)")
+    # Gradient coordinates reach ~13 in the first rounds on ML-100K (every item's row of a
+    # user's objective); 100 leaves them unclipped at a resolution of 5e-6 (32-bit ring, 100
+    # clients).
+    secagg_clip: float = option(100.0)
 
     def validate(self) -> None:
         super().validate()

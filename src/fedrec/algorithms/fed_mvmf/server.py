@@ -20,6 +20,7 @@ from fedrec.core.rng import numpy_rng, torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
+from fedrec.federation.secure_sum import protection_text, run_secure_sum, secure_sum_request
 from fedrec.models.mf import init_factors
 from fedrec.privacy.report import no_guarantee
 
@@ -79,14 +80,23 @@ class FedMVMFServer(ServerLogic):
         n_clients = len(rt.client_ids if self.trainable is None else self.trainable)
         selected = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients),
                                      among=self.trainable)
-        replies = rt.broadcast(TRAIN, selected, self._broadcast())
-        if not replies:
-            raise ProtocolError(f"round {rnd}: no client update arrived; if updates diverge, "
-                                "lower lr")
+        stats: dict[str, float] = {}
+        if cfg.secure_aggregation:
+            sum_v, sum_a, count = self._secure_sum(rt, selected)
+            stats["dropped_after_keys"] = float(len(selected) - count)
+        else:
+            replies = rt.broadcast(TRAIN, selected, self._broadcast())
+            if not replies:
+                raise ProtocolError(f"round {rnd}: no client update arrived; if updates "
+                                    "diverge, lower lr")
+            count = len(replies)
+            sum_v = sum(torch.as_tensor(r["grad_v"]).double() for r in replies.values())
+            sum_a = sum(torch.as_tensor(r["grad_a"]).double() for r in replies.values())
+            stats["client_loss"] = n_clients / count * sum(float(r["loss"])
+                                                           for r in replies.values())
         # The cohort's sum, scaled to every client's: an unbiased estimate of sum_u dL_u.
-        scale = n_clients / len(replies)
-        grad_v = scale * sum(torch.as_tensor(r["grad_v"]).double() for r in replies.values())
-        grad_a = scale * sum(torch.as_tensor(r["grad_a"]).double() for r in replies.values())
+        scale = n_clients / count
+        grad_v, grad_a = scale * sum_v, scale * sum_a
         with torch.no_grad():
             server_loss, s_v, s_a, s_b = server_loss_and_gradients(
                 self.v, self.a, self.b, self.z, cfg.reg, cfg.item_view_weight)
@@ -95,8 +105,22 @@ class FedMVMFServer(ServerLogic):
         self.a.grad = (grad_a + s_a.double()).float()
         self.b.grad = s_b.clone()
         self.opt.step()
-        client_loss = scale * sum(float(r["loss"]) for r in replies.values())
-        return {"clients": float(len(replies)), "loss": client_loss + server_loss}
+        if "client_loss" in stats:  # (a secure sum carries no loss: the clients keep theirs)
+            stats["loss"] = stats.pop("client_loss") + server_loss
+        return {"clients": float(count), **stats}
+
+    def _secure_sum(self, rt: Runtime, selected: list[PartyId]
+                    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The cohort's summed ``V`` and ``A`` gradients through the secure sum (the server
+        sees keys, ciphertexts, masked vectors and this sum) and how many clients are in it."""
+        v_size, a_shape = self.v.numel(), self.a.shape
+        config = self.cfg.sum_config(v_size + self.a.numel(), len(selected))
+        adverts = rt.broadcast(TRAIN, selected,
+                               {**self._broadcast(), **secure_sum_request(len(selected))})
+        result = run_secure_sum(rt, adverts, config)
+        total = torch.from_numpy(result.total)
+        return (total[:v_size].reshape(self.v.shape), total[v_size:].reshape(a_shape),
+                len(result.survivors))
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         clients = evaluated_clients(list(rt.client_ids), self.cfg.eval_devices,
@@ -107,7 +131,17 @@ class FedMVMFServer(ServerLogic):
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def privacy_report(self) -> dict[str, Any]:
-        """No guarantee: the raw data and ``U`` stay on the clients, the gradients go in clear."""
+        """No guarantee: the raw data and ``U`` stay on the clients; the gradients go in clear,
+        or (``secure_aggregation``) only as the cohort's sum (no formal bound on what a sum
+        reveals)."""
+        cfg = self.cfg
+        if cfg.secure_aggregation:
+            return no_guarantee(
+                protection=protection_text(cfg.secagg_variant, cfg.secagg_threshold,
+                                           cfg.secagg_corrupt),
+                leakage="the server learns each round's summed V and A gradients of the "
+                        "surviving clients and who survived; no individual upload",
+                secure_aggregation=True)
         return no_guarantee(
             protection="none beyond federation: X, Y and U rows stay on their clients; each "
                        "client's gradients of V and A are sent in clear",

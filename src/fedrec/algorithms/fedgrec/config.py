@@ -6,19 +6,14 @@ from dataclasses import dataclass
 
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
 from fedrec.config import check_choice, check_range, option
-from fedrec.federation.secure_sum import (
-    PLAIN_FORMATS,
-    validate_secure_sum_options,
-    variant_of,
-    variant_option,
-)
+from fedrec.federation.secure_sum import PLAIN_FORMATS, SecureSumOptions
 
 LOSSES = ("bpr", "mse")
 DOWNLOADS = ("full", "rows")
 
 
 @dataclass
-class FedGRecConfig(ImplicitSplitConfig):
+class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
     """FedGRec's options; LightGCN's model settings (embedding 64, 3 layers, L2 1e-4 on the
     layer-0 rows, one uniform negative per positive)."""
 
@@ -38,22 +33,14 @@ class FedGRecConfig(ImplicitSplitConfig):
     num_negatives: int = option(1, "sampled negatives per positive per round")
     download: str = option("full", "full: every client downloads the whole tables (private) | "
                                    "rows: only its rows (the server learns which)")
-    secure_aggregation: bool = option(True, "true: a secure sum (secagg_variant); false: a plain "
-                                            "sum of the same clipped, fixed-point uploads")
     plain_upload: str = option("dense", "secure_aggregation false: dense (the whole encoded "
                                         "vector) | sparse (its nonzero entries and their "
                                         "positions: the same sum, far fewer bytes)")
     plain_sum_part: int = option(1000, "secure_aggregation false: the server asks this many "
                                        "clients at a time and adds their uploads as they come "
                                        "(0: the whole cohort at once); the same sum")
-    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
-                                          "survive each step, in (0.5, 1]")
     secagg_clip: float = option(1.0, "bound of every upload coordinate: item updates are "
                                      "clipped to it, latent changes sent in parts that fit")
-    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
-    secagg_variant: str = variant_option("variant")
-    secagg_corrupt: float = variant_option("corrupt")
-    secagg_dropout: float = variant_option("dropout")
 
     def validate(self) -> None:
         super().validate()
@@ -66,5 +53,3 @@ class FedGRecConfig(ImplicitSplitConfig):
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)
         check_choice("plain_upload", self.plain_upload, PLAIN_FORMATS)
-        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
-                                    **variant_of(self))

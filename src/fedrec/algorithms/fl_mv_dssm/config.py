@@ -8,15 +8,11 @@ from fedrec.algorithms.multiview_common import MultiViewSplitConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.data.multiview import VIEW_NAMES
 from fedrec.errors import ConfigError
-from fedrec.federation.secure_sum import (
-    validate_secure_sum_options,
-    variant_of,
-    variant_option,
-)
+from fedrec.federation.secure_sum import SecureSumOptions
 
 
 @dataclass
-class FLMVDSSMConfig(MultiViewSplitConfig):
+class FLMVDSSMConfig(MultiViewSplitConfig, SecureSumOptions):
     """The paper's settings (Section V-A): client SGD 0.2, server Adam 0.001, batch 20, 100
     clients per round, 100 rounds; Table I's towers; Gaussian mechanism sigma 1 on the local
     aggregate (the paper's experiments)."""
@@ -48,17 +44,6 @@ class FLMVDSSMConfig(MultiViewSplitConfig):
     eval_devices: int = option(0, "devices evaluated: a sample of this many drawn once from "
                                   "the run's seed, the same at every evaluation (0: every "
                                   "device)")
-    secure_aggregation: bool = option(True, "true: a secure sum across devices "
-                                            "(secagg_variant); false: a plain sum of the same "
-                                            "clipped, fixed-point uploads")
-    secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) devices must "
-                                          "survive each step, in (0.5, 1]")
-    secagg_clip: float = option(1.0, "bound of every upload coordinate (larger values are "
-                                     "clipped to it before the sum)")
-    secagg_bits: int = option(32, "fixed-point encoding in the ring Z_{2^secagg_bits}")
-    secagg_variant: str = variant_option("variant")
-    secagg_corrupt: float = variant_option("corrupt")
-    secagg_dropout: float = variant_option("dropout")
 
     def validate(self) -> None:
         super().validate()
@@ -84,8 +69,6 @@ class FLMVDSSMConfig(MultiViewSplitConfig):
         if self.view_sample_size > len(self.views):
             raise ConfigError(f"view_sample_size (|B|) is {self.view_sample_size} but a device "
                               f"has {len(self.views)} views (N)")
-        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
-                                    **variant_of(self))
 
     @property
     def sampled_views(self) -> int:
