@@ -10,6 +10,7 @@ from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fl_mv_dssm import FLMVDSSMConfig, build_job_from_multiview, multiview_of
 from fedrec.algorithms.fl_mv_dssm.baseline import most_popular_metrics
+from fedrec.algorithms.fl_mv_dssm.cohort import view_draws
 from fedrec.algorithms.fl_mv_dssm.steps import VIEW_TRAIN
 from fedrec.data import RatingDataset
 from fedrec.data.multiview import MultiViewData, cold_start
@@ -84,3 +85,25 @@ def test_bad_input(warm: MultiViewData) -> None:
     with pytest.raises(ConfigError, match="cold_start must be one of"):
         cold_start(warm, "both")
     assert cold_start(warm, "none") is warm
+
+
+def test_new_items_are_never_drawn_as_training_negatives(warm: MultiViewData) -> None:
+    cfg = config(cold_start="items", clients_per_round=20, secure_aggregation=False,
+                 noise_multiplier=0.0)
+    mv = cold_start(warm, "items", cfg.cold_fraction, cfg.split_seed)
+    new = np.asarray(mv.meta["cold_start"]["item_ids"])
+    job = build_job_from_multiview(cfg, mv)
+    views = [p for p in job.parties if p.role == "view"][:40]
+    logic = views[0].logic
+    assert np.array_equal(logic.new_items, new)
+    drawn = np.concatenate([
+        torch.cat(view_draws(cfg, p.data.train_items, logic.num_items,
+                             torch.Generator().manual_seed(k), logic.new_items)).numpy().ravel()
+        for k, p in enumerate(views)])
+    assert len(drawn) > 10_000 and not np.isin(drawn, new).any()
+    # Without the listing (a warm run), the same draws do reach them.
+    plain = np.concatenate([
+        torch.cat(view_draws(cfg, p.data.train_items, logic.num_items,
+                             torch.Generator().manual_seed(k))).numpy().ravel()
+        for k, p in enumerate(views)])
+    assert np.isin(plain, new).any()

@@ -28,14 +28,19 @@ CHUNK = 64
 
 
 def view_draws(cfg: FLMVDSSMConfig, train_items: np.ndarray, num_items: int,
-               gen: torch.Generator) -> list[torch.Tensor]:
+               gen: torch.Generator, new_items: np.ndarray | None = None
+               ) -> list[torch.Tensor]:
     """A view's local steps: for each epoch a permutation of its positives, cut into batches of
     ``client_batch``, each with ``num_negatives`` items per positive drawn uniformly from the
-    items it has not trained on (with replacement). Each step is ``[b, 1 + N]``, the positive
-    first. No positive or no unseen item: no step."""
+    items it has not trained on (with replacement), never from ``new_items`` (a cold-start
+    run's new items, which training must not see: drawn as negatives only, they would be
+    learnt as items nobody wants). Each step is ``[b, 1 + N]``, the positive first. No positive
+    or no unseen item: no step."""
     positives = torch.as_tensor(np.asarray(train_items, dtype=np.int64))
     free = np.ones(num_items, dtype=bool)
     free[np.asarray(train_items, dtype=np.int64)] = False
+    if new_items is not None:
+        free[np.asarray(new_items, dtype=np.int64)] = False
     unseen = torch.from_numpy(np.flatnonzero(free).astype(np.int64))
     out: list[torch.Tensor] = []
     if not len(positives) or not len(unseen):

@@ -64,8 +64,11 @@ class ViewLogic(PartyLogic):
     """Every view's code: local training (Algorithm 1, lines 2-5) and scoring (Algorithm 2)."""
 
     def __init__(self, cfg: FLMVDSSMConfig, item_features: np.ndarray,
-                 view_dims: dict[str, int]) -> None:
+                 view_dims: dict[str, int], new_items: np.ndarray | None = None) -> None:
         self.cfg = cfg
+        #: A cold-start run's new items (public: the catalogue lists them), kept out of the
+        #: training negatives (:func:`~fedrec.algorithms.fl_mv_dssm.cohort.view_draws`).
+        self.new_items = new_items
         self.items = torch.from_numpy(np.ascontiguousarray(item_features, dtype=np.float32))
         self.item_shapes = dssm.param_shapes(self.items.shape[1], cfg.widths)
         self.user_shapes = {n: dssm.param_shapes(d, cfg.widths) for n, d in view_dims.items()}
@@ -99,8 +102,8 @@ class ViewLogic(PartyLogic):
         item_start = self._item_model(payload)
         names = [name_of(c.party) for c in ctxs]
         user_starts = [self._user_model(c, payload) for c in ctxs]
-        draws = [view_draws(cfg, c.data.train_items, self.num_items, c.generator())
-                 for c in ctxs]
+        draws = [view_draws(cfg, c.data.train_items, self.num_items, c.generator(),
+                            self.new_items) for c in ctxs]
         trained = train_views(cfg, self.sparse_items, item_start, user_starts, names,
                               [c.data.features for c in ctxs], draws)
         with torch.no_grad():
