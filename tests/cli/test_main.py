@@ -65,6 +65,9 @@ BAD_INPUTS = {
     "gowalla": (["reproduce", "fedgnn", "--gowalla"],
                 ["--gowalla applies to fedgrec and ptf-fedrec only"]),
     "reproduction": (["reproduce", "fedgrecc", "--quick"], ["unknown reproduction", "fedgrec"]),
+    "only-and-report-only": (["reproduce", "feras", "--only", "table/", "--report-only"],
+                             ["--only and --report-only exclude each other"]),
+    "only-empty": (["reproduce", "feras", "--only", ","], ["--only needs at least one"]),
 }
 
 

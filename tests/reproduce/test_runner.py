@@ -101,6 +101,19 @@ def test_report_only_runs_nothing(tmp_path: Path) -> None:
     assert res == {} and rec.calls == []
 
 
+def test_only_runs_the_settings_with_a_given_key_prefix_and_loads_the_rest(
+        tmp_path: Path) -> None:
+    specs = [RunSpec("table/a", "fcf", "ml-100k", {"rounds": 3}, (0, 1)),
+             RunSpec("table/b", "fcf", "ml-100k", {"rounds": 4}, (0,)),
+             RunSpec("sweep/a", "fcf", "ml-100k", {"rounds": 5}, (0,))]
+    rec = Recorder()
+    res = run_all(specs, tmp_path, runner=rec, run_missing=("table/a", "sweep/"))
+    assert [c[1]["rounds"] for c in rec.calls] == [3, 3, 5] and set(res) == {"table/a", "sweep/a"}
+    later = Recorder()  # the next part: the rest runs, the first part's runs are loaded
+    res = run_all(specs, tmp_path, runner=later, run_missing=("table/",))
+    assert [c[1]["rounds"] for c in later.calls] == [4] and set(res) == set(k.key for k in specs)
+
+
 def test_a_failed_setting_is_recorded_and_the_grid_goes_on(tmp_path: Path) -> None:
     from fedrec.errors import ProtocolError
 

@@ -78,9 +78,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise ConfigError(f"--gowalla applies to {' and '.join(GOWALLA_REPRODUCTIONS)} only")
         extra["gowalla"] = True
     out = Path(args.out or os.path.join("results", args.name + ("-quick" if args.quick else "")))
+    run_missing: bool | tuple[str, ...] = not args.report_only
+    if args.only is not None:
+        if args.report_only:
+            raise ConfigError("--only and --report-only exclude each other")
+        run_missing = tuple(p for p in args.only.split(",") if p)
+        if not run_missing:
+            raise ConfigError("--only needs at least one setting key prefix")
     report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
                        data_dir=args.data_dir, device=args.device, progress=not args.quiet,
-                       run_missing=not args.report_only, **extra)
+                       run_missing=run_missing, **extra)
     print(f"report: {report}")
     return 0
 
@@ -205,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "fedgrec: also the accuracy table on Gowalla")
     rep.add_argument("--report-only", action="store_true",
                      help="write the report from the runs completed so far; run nothing")
+    rep.add_argument("--only", metavar="PREFIXES",
+                     help="run only the missing settings whose key (the report's Runs table) "
+                          "starts with one of these comma-separated prefixes; report all")
     rep.set_defaults(func=cmd_reproduce)
 
     from fedrec.cli.deploy import add_deploy_parser

@@ -53,6 +53,7 @@ from fedrec.reproduce.report import (
 from fedrec.reproduce.runner import (
     Candidates,
     Choice,
+    RunMissing,
     RunSpec,
     choose_on_validation,
     run_all,
@@ -388,7 +389,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu",
-              progress: bool = False, run_missing: bool = True) -> Path:
+              progress: bool = False, run_missing: RunMissing = True) -> Path:
     datasets = ["ml-100k"] if quick else staged(DATASETS, data_dir)
     if "ml-100k" not in datasets:
         raise DataError("fedrec reproduce fedgnn needs ML-100K (its sweeps run on it)")

@@ -57,6 +57,7 @@ from fedrec.reproduce.report import (
 from fedrec.reproduce.runner import (
     Candidates,
     Choice,
+    RunMissing,
     RunSpec,
     choose_on_validation,
     run_all,
@@ -380,7 +381,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
-              gowalla: bool = False, run_missing: bool = True) -> Path:
+              gowalla: bool = False, run_missing: RunMissing = True) -> Path:
     load_dataset("ml-100k", data_dir, download=False)  # needed: a DataError if not staged
     datasets = ["ml-100k"]
     for name in ([] if quick or not gowalla else OPTIONAL_DATASETS):

@@ -40,7 +40,7 @@ from fedrec.reproduce.report import (
     metric,
     plot,
 )
-from fedrec.reproduce.runner import RunSpec, run_all, validation_score
+from fedrec.reproduce.runner import RunMissing, RunSpec, run_all, validation_score
 
 DATASET = "cora"
 SPLITS = ("public", "random")
@@ -227,7 +227,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
-              run_missing: bool = True) -> Path:
+              run_missing: RunMissing = True) -> Path:
     """Run (or resume) the reproduction into ``out`` and write its README; ``sweep_seeds`` is
     not used (every part runs ``seeds`` seeds)."""
     chosen = (0,) if quick else tuple(range(seeds))

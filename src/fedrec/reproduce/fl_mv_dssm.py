@@ -51,7 +51,7 @@ import numpy as np
 from fedrec.data import load_dataset
 from fedrec.data.types import Dataset
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, metric, plot
-from fedrec.reproduce.runner import RunSpec, run_all
+from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
 
 DATASET = "ml-100k"
 METRICS = ("Precision@10", "Recall@10", "NDCG@10", "AUC")
@@ -266,7 +266,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
-              run_missing: bool = True) -> Path:
+              run_missing: RunMissing = True) -> Path:
     from fedrec.algorithms.fl_mv_dssm import reuse_multiviews
     from fedrec.algorithms.fl_mv_dssm.attack import attack_table_rows
 
@@ -278,10 +278,11 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
         res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
                       run_missing=run_missing)
         central = {view: [r for seed in range(seeds)
-                          if (r := central_dssm(out, view, seed, quick, ds, run_missing))]
+                          if (r := central_dssm(out, view, seed, quick, ds,
+                                                run_missing is True))]
                    for view in VIEWS}
         attack: list[dict[str, Any]] = []
-        if run_missing:
+        if run_missing is True:  # (not under --only: neither is a setting of the grid)
             opts = QUICK_ATTACK if quick else {"sigmas": ATTACK_SIGMAS,
                                                "devices": ATTACK_DEVICES}
             attack = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"],

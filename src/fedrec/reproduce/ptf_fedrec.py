@@ -36,7 +36,7 @@ from fedrec.data.types import InteractionDataset
 from fedrec.errors import DataError
 from fedrec.reproduce.ranking import most_popular
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, mean_std, metric, plot
-from fedrec.reproduce.runner import RunSpec, run_all
+from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
 
 PUBLISHED_RECALL = {"ml-100k": 0.1623}  # the paper's text (full method); see NOTES.md
 METHODS = ("ptf-fedrec", "fedavg-ncf", "lightgcn", "ngcf", "neumf")
@@ -258,7 +258,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
-              gowalla: bool = False, run_missing: bool = True) -> Path:
+              gowalla: bool = False, run_missing: RunMissing = True) -> Path:
     names = ["ml-100k"] if quick else ["ml-100k", "steam-200k"] + (["gowalla"] if gowalla else [])
     datasets = []
     for name in names:

@@ -50,13 +50,27 @@ def _log(msg: str) -> None:
     print(f"[reproduce {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+#: Which missing runs a reproduction may run: all (True), none (False: a report of what is
+#: done so far), or those whose setting's key starts with one of the given prefixes
+#: (``fedrec reproduce --only``: a long grid split into parts that each finish).
+RunMissing = bool | tuple[str, ...]
+
+
+def may_run(key: str, run_missing: RunMissing) -> bool:
+    """Whether the setting ``key`` may run under ``run_missing``."""
+    if isinstance(run_missing, bool):
+        return run_missing
+    return any(key.startswith(prefix) for prefix in run_missing)
+
+
 def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None = None,
             device: str = "cpu", progress: bool = False,
-            runner: Callable[..., Any] = run_experiment, run_missing: bool = True,
+            runner: Callable[..., Any] = run_experiment, run_missing: RunMissing = True,
             ) -> dict[str, list[dict[str, Any]]]:
     """Run (or load) every (spec, seed); return ``{key: [results.json of each seed]}``.
 
-    ``run_missing=False`` only loads the completed runs (a report of what is done so far)."""
+    ``run_missing``: which missing runs to run (:data:`RunMissing`); the others are only
+    loaded where complete."""
     results: dict[str, list[dict[str, Any]]] = {}
     # Settings written differently can be the same run (an override equal to the default):
     # one run per effective configuration, found by the resolved config of each setting.
@@ -88,7 +102,7 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / SAME_AS_NAME).write_text(by_config[canon][1] + "\n")
                 continue
-            if not run_missing:
+            if not may_run(spec.key, run_missing):
                 continue
             _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
                  f"--dataset {spec.dataset}" + option_flags("--set", spec.overrides)
