@@ -18,7 +18,7 @@ from fedrec.data.types import Dataset
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import SecureSumClient, SecureSumSteps, variant_of
+from fedrec.federation.secure_sum import SecureSumSteps
 from fedrec.federation.steps import step
 
 
@@ -30,8 +30,7 @@ class FCFClient(SecureSumSteps, PartyLogic):
         self.local = LocalMF(dataset)  # the local step and the client-side evaluation
         self.explicit = self.local.explicit
         self.num_items = self.local.num_items
-        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits,
-                                      **variant_of(cfg))
+        self.secure = cfg.sum_client()
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.local.init_state(self.cfg, secret)

@@ -20,9 +20,7 @@ from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
     run_secure_sum,
-    secure_sum_config,
     secure_sum_request,
-    variant_of,
 )
 from fedrec.models.mf import init_factors
 from fedrec.privacy.report import no_guarantee
@@ -80,8 +78,7 @@ class FCFServer(ServerLogic):
         cfg = self.cfg
         num_items, dim = self.q.shape
         size = num_items * (dim + (1 if self.explicit else 0))
-        sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, cfg.secagg_clip,
-                                   cfg.secagg_bits, **variant_of(cfg))
+        sa_cfg = cfg.sum_config(size, len(selected))
         adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
         result = run_secure_sum(rt, adverts, sa_cfg)

@@ -30,10 +30,8 @@ from fedrec.federation.runtime import PartyContext, PartyLogic, cohort_seeds
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (
     STEP_MASK,
-    SecureSumClient,
     SecureSumSteps,
     SparseUpload,
-    variant_of,
 )
 from fedrec.federation.steps import step
 from fedrec.models.lightgcn import LightGCNConv, bipartite_propagate
@@ -88,8 +86,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         self.cfg = cfg
         self.num_items = num_items
         self.conv = LightGCNConv(cfg.num_layers)
-        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits,
-                                      **variant_of(cfg))
+        self.secure = cfg.sum_client()
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
         """e_u^0 ~ N(0, 0.1^2) from the client's own secret (LightGCN's initialisation)."""

@@ -27,10 +27,8 @@ from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
-    secure_sum_config,
     secure_sum_request,
     sum_streamed,
-    variant_of,
 )
 from fedrec.privacy.report import no_guarantee
 
@@ -65,8 +63,7 @@ class FedGRecServer(ServerLogic):
         how many are in it: Bonawitz et al.'s secure sum over ``targets``, or the plain sum of
         the same fixed-point encodings, asked ``plain_sum_part`` clients at a time."""
         cfg = self.cfg
-        sa = secure_sum_config(size, len(targets), cfg.secagg_threshold, cfg.secagg_clip,
-                               cfg.secagg_bits, **variant_of(cfg))
+        sa = cfg.sum_config(size, len(targets))
         return sum_streamed(rt, targets, send, sa, secure=cfg.secure_aggregation,
                             part=cfg.plain_sum_part)
 

@@ -28,7 +28,6 @@ from fedrec.data.multiview import MultiViewData
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.secrets import ClientSecrets
-from fedrec.federation.secure_sum import secure_sum_config, variant_of
 from fedrec.models import dssm
 
 
@@ -55,8 +54,7 @@ def malicious_view_attack(cfg: FLMVDSSMConfig, mv: MultiViewData, malicious: str
     layout = server.layout
     size = server.upload_size
     n_devices = min(cfg.clients_per_round or len(devices), len(devices))
-    encoder = secure_sum_config(size, n_devices, cfg.secagg_threshold, cfg.secagg_clip,
-                                cfg.secagg_bits, **variant_of(cfg)).encoder
+    encoder = cfg.sum_config(size, n_devices).encoder
     w1 = dssm.param_shapes(mv.item_features.shape[1], cfg.widths)["w1"]
     attack = MaliciousViewAttack(
         pairs={p.id: (view_id(p.id, malicious), view_id(p.id, innocent)) for p in devices},

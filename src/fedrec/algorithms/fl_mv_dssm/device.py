@@ -21,9 +21,7 @@ from fedrec.federation.message import Message
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secure_sum import (
     REQUEST_KEY,
-    SecureSumClient,
     SecureSumSteps,
-    variant_of,
 )
 from fedrec.federation.steps import step
 from fedrec.privacy.clipping import clip_l2
@@ -68,8 +66,7 @@ class DeviceLogic(SecureSumSteps, PartyLogic):
         self.cfg = cfg
         self.upload_size = upload_size
         self.num_items = num_items
-        self.secure = SecureSumClient(cfg.secagg_threshold, cfg.secagg_clip, cfg.secagg_bits,
-                                      **variant_of(cfg))
+        self.secure = cfg.sum_client()
 
     def _from_views(self, ctx: PartyContext, step_name: str) -> dict[str, Payload]:
         """The messages this device's views sent it in ``step_name`` of this round, by view

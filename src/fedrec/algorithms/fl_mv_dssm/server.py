@@ -21,10 +21,8 @@ from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
-    secure_sum_config,
     secure_sum_request,
     sum_cohort,
-    variant_of,
 )
 from fedrec.models import dssm
 from fedrec.privacy.accounting import PrivacyAccountant
@@ -82,8 +80,7 @@ class FLMVDSSMServer(ServerLogic):
         sum of the same fixed-point encodings."""
         cfg = self.cfg
         size = self.upload_size
-        sa = secure_sum_config(size, cohort, cfg.secagg_threshold, cfg.secagg_clip,
-                               cfg.secagg_bits, **variant_of(cfg))
+        sa = cfg.sum_config(size, cohort)
         return sum_cohort(rt, replies, sa, secure=cfg.secure_aggregation)
 
     def view_ids(self, devices: list[PartyId]) -> list[str]:
