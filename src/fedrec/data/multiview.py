@@ -175,6 +175,12 @@ def load_multiview(
 COLD_START = ("none", "users", "items", "users-items")
 
 
+def new_items(mv: MultiViewData) -> np.ndarray:
+    """The catalogue's new items of a cold-start split (:func:`cold_start`; public: a catalogue
+    lists what it has just added), int64; empty for a warm split."""
+    return np.asarray(mv.meta.get("cold_start", {}).get("item_ids", []), dtype=np.int64)
+
+
 def cold_start(mv: MultiViewData, scenario: str, fraction: float = 0.1, seed: int = 0,
                val_fraction: float = VAL_FRACTION) -> MultiViewData:
     """``mv`` re-split for a cold-start scenario (FL-MV-DSSM's CS-Users, CS-Items,

@@ -70,7 +70,7 @@ from fedrec.algorithms.fed_mvmf.client import MVMFClient, MVMFClientData
 from fedrec.algorithms.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.fed_mvmf.server import FedMVMFServer
 from fedrec.algorithms.multiview_common import items_by_user, multiview_of
-from fedrec.data.multiview import MultiViewData
+from fedrec.data.multiview import MultiViewData, new_items
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
@@ -96,7 +96,7 @@ def build_job_from_multiview(cfg: FedMVMFConfig, mv: MultiViewData) -> Federated
         clients = [u for u in range(task.num_users)
                    if any(len(parts[s][u]) for s in ("train", "valid", "test"))]
         server_args = {"trainable": trainable,
-                       "new_items": np.asarray(mv.meta["cold_start"]["item_ids"])}
+                       "new_items": new_items(mv)}
     parties = [Party(u, CLIENT, logic,
                      MVMFClientData(parts["train"][u], parts["valid"][u], parts["test"][u],
                                     y[u].copy()))

@@ -71,7 +71,7 @@ from fedrec.algorithms.fl_mv_dssm.device import DeviceData, DeviceLogic, local_s
 from fedrec.algorithms.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
 from fedrec.algorithms.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
 from fedrec.algorithms.multiview_common import items_by_user, multiview_of, reuse_multiviews
-from fedrec.data.multiview import MultiViewData
+from fedrec.data.multiview import MultiViewData, new_items
 from fedrec.data.types import Dataset, is_metadata_only, public_facts
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
@@ -91,8 +91,7 @@ def build_job_from_multiview(cfg: FLMVDSSMConfig, mv: MultiViewData) -> Federate
                               f"shape {feats.shape}")
     server = FLMVDSSMServer(cfg, mv.item_features.shape[1], dims)
     device_logic = DeviceLogic(cfg, server.upload_size, task.num_items)
-    new_items = np.asarray(mv.meta.get("cold_start", {}).get("item_ids", []), dtype=np.int64)
-    view_logic = ViewLogic(cfg, mv.item_features, dims, new_items)
+    view_logic = ViewLogic(cfg, mv.item_features, dims, new_items(mv))
     parts = {s: items_by_user(getattr(task, s), task.num_users)
              for s in ("train", "valid", "test")}
     # Devices: users with training positives; a cold-start run adds the held-out users (view
