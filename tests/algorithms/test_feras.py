@@ -94,6 +94,36 @@ def test_the_as_returns_the_mean_of_the_visible_hosts_embeddings(cora) -> None:
                                    rtol=1e-5, atol=1e-7)
 
 
+def test_shared_projections_give_every_host_the_centralized_first_layer(cora) -> None:
+    # After a round ending on a weight average every host holds the same W1, so the AS's
+    # evaluation average of a node's projection is X_v W1 exactly (from its owner, or from every
+    # host for a public node): a host's H1 = ReLU(A_hat P + b1) then has every neighbour's
+    # attributes, the centralized first layer, which no host's own H1 of a node with unseen
+    # neighbours has.
+    tr = trainer(cora, share_at="projection", iterations_per_round=2, weight_every=2)
+    seen = record(tr)
+    tr.train_round(1)
+    evaluate_splits(tr)
+    downs = [m.payload for m in seen if m.step == AVERAGE_EMBEDDINGS and m.sender == AGGREGATOR
+             and len(array(m.payload["nodes"])) == cora.num_nodes]
+    assert len(downs) == 4 * 2  # validation and test, every host
+    params = tr.runtime.states[host_id(0)]["params"]
+    for other in range(1, 4):
+        for k, v in tr.runtime.states[host_id(other)]["params"].items():
+            torch.testing.assert_close(v, params[k], rtol=0, atol=0)
+    projection = gcn.row_normalized(cora.x) @ params["w1"]
+    for down in downs:
+        np.testing.assert_allclose(array(down["embeddings"]), projection.numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    adj = gcn.normalized_adjacency(cora.edge_index, cora.num_nodes)
+    central = feras_model.first_layer(params, adj, gcn.row_normalized(cora.x))
+    shared = feras_model.aggregate(params, adj, torch.as_tensor(array(downs[0]["embeddings"])))
+    torch.testing.assert_close(shared, central, rtol=1e-4, atol=1e-5)
+    view = next(p.data for p in tr.job.parties if p.id == host_id(0))
+    own = feras_model.first_layer(params, adj, gcn.row_normalized(view.features(None)))
+    assert float((own - central).abs().max()) > 1e-3  # the p = 1 share lacks unseen neighbours
+
+
 def test_the_as_receives_no_attribute_or_label(cora) -> None:
     tr = trainer(cora)  # sequential; the round's 10th iteration shares the weights
     seen = record(tr)
@@ -246,6 +276,7 @@ def test_the_shared_layer_takes_the_average_and_passes_the_gradient_to_the_own_v
     ({"private_fraction": -0.1}, "private_fraction must be >= 0.0"),
     ({"walk_length": 0}, "walk_length must be >= 1"),
     ({"schedule": "async"}, "schedule must be one of sequential, synchronous"),
+    ({"share_at": "input"}, "share_at must be one of layer, projection"),
     ({"table_expiry": -1}, "table_expiry must be >= 0"),
     ({"table_expiry": 2, "schedule": "synchronous"}, "table_expiry ages the sequential"),
 ])

@@ -72,10 +72,11 @@ def test_the_observer_reads_only_hosts_messages_to_the_as() -> None:
     assert set(attack.weights) == set(attack.uploads) == {"host-0"}
 
 
-def _final_metrics(cora, noise: float) -> dict[str, float]:
+def _final_metrics(cora, noise: float, share_at: str = "layer") -> dict[str, float]:
     cfg = resolve_config("feras", "cora", overrides={
         "num_hosts": 4, "private_fraction": 0.5, "presample": 20, "schedule": "synchronous",
-        "rounds": 1, "attack": True, "attack_targets": 60, "embedding_noise": noise})
+        "rounds": 1, "attack": True, "attack_targets": 60, "embedding_noise": noise,
+        "share_at": share_at})
     tr = FederatedTrainer(build_feras_job(cfg, cora, torch.device("cpu")), cfg,
                           torch.device("cpu"), ClientSecrets(bytes(32)))
     tr.train_round(1)  # 10 iterations, the last one averaging the weights
@@ -92,6 +93,16 @@ def test_on_cora_the_attack_beats_chance_and_noise_lowers_it(cora) -> None:
     assert noisy["attack_auc_private_inversion"] < clean["attack_auc_private_inversion"] - 0.05
     assert noisy["attack_auc_private_decoder"] < clean["attack_auc_private_decoder"] - 0.03
     assert "attack_auc_private_inversion" not in evaluate_splits(_trainer_without_attack(cora))
+
+
+def test_shared_projections_leak_more_than_shared_layer_outputs(cora) -> None:
+    # X W1 is a node's own words through one linear map; H1 mixes its neighbours' and a ReLU.
+    # Measured after one round: inversion AUC 0.72 / 0.74 (private / public) against 0.61 / 0.62.
+    layer = _final_metrics(cora, 0.0)
+    projection = _final_metrics(cora, 0.0, share_at="projection")
+    for kind in ("private", "public"):
+        assert projection[f"attack_auc_{kind}_inversion"] > \
+            layer[f"attack_auc_{kind}_inversion"] + 0.05, (projection, layer)
 
 
 def _trainer_without_attack(cora) -> FederatedTrainer:

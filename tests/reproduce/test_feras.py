@@ -24,8 +24,9 @@ def test_the_full_plan_covers_the_grid_and_quick_is_a_subset_of_it() -> None:
     full = main_plan("rw", (0, 1, 2), quick=False)
     keys = {s.key for s in full}
     assert sum(k.startswith("table/") for k in keys) == 2 * len(METHODS) * len(HOSTS) * \
-        len(PRIVATE)
-    assert {f"attack/noise-{s}" for s in NOISES} <= keys
+        len(PRIVATE) + 2 * len(HOSTS)  # and pi = 0 per N
+    assert {f"{prefix}/noise-{s}" for s in NOISES for prefix in ("attack", "attack/projection")} \
+        <= keys
     random = [s for s in full if s.key == "table/random/feras/N8-pi0.8"]
     assert [(s.seeds, s.dataset_options) for s in random] == [
         ((i,), {"split": "random", "seed": i}) for i in range(3)]  # split seed = run seed
@@ -34,7 +35,7 @@ def test_the_full_plan_covers_the_grid_and_quick_is_a_subset_of_it() -> None:
     assert quick < keys
 
 
-@pytest.mark.slow  # a whole quick reproduction (16 runs, about a minute)
+@pytest.mark.slow  # a whole quick reproduction (22 runs, about a minute)
 def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, cora,
                                        one_thread_module) -> None:
     rc = main(["--data-dir", str(data_root), "reproduce", "feras", "--quick", "--out",
@@ -43,12 +44,14 @@ def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, cora,
     text = (tmp_path / "README.md").read_text()
     rows = [line for line in text.splitlines() if re.match(r"^\| (public|random) \| 2 \|", line)]
     assert len(rows) == 2  # one (N, pi) per split, every method measured
-    assert all(len(re.findall(r"\| \d\.\d{3} \(1\)", line)) == 5 for line in rows), rows
+    assert all(len(re.findall(r"\| \d\.\d{3} \(1\)", line)) == len(METHODS) + 3
+               for line in rows), rows
     for sampler in SAMPLERS:
         assert re.search(rf"^\| {sampler} \| – \| \d\.\d{{3}} \(1\) \| \d\.\d{{3}} \(1\) \|$",
                          text, re.M), sampler
-    attack = [line for line in text.splitlines() if re.match(r"^\| (0\.0|1\.0) \| ", line)]
-    assert len(attack) == 2 and all(len(re.findall(r"\d\.\d{3} \(1\)", a)) == 7 for a in attack)
+    attack = [line for line in text.splitlines()
+              if re.match(r"^\| (H1|X W1)[^|]* \| (0\.0|1\.0) \| ", line)]
+    assert len(attack) == 4 and all(len(re.findall(r"\d\.\d{3} \(1\)", a)) == 7 for a in attack)
     for png in ("samplers", "f1_vs_kappa", "attack"):
         assert (tmp_path / f"{png}.png").read_bytes()[:4] == b"\x89PNG"
     run = json.loads((tmp_path / "runs/table/random/feras/N2-pi0.5/seed-0/results.json")

@@ -11,6 +11,10 @@ weight average (``iterations_per_round`` a multiple of ``q``, the default), the 
 hosts embed with at evaluation are the mean of the latest weights the AS received, which is what
 the attack uses (otherwise that mean is stale by the iterations since).
 
+With ``share_at = projection`` the hosts upload ``P = X_n W1`` of their visible nodes instead
+(``projections=True`` here): the inversion then skips the deconvolution (1), ``P`` is its
+result exactly.
+
 Threat model: the AS is honest-but-curious. It follows the protocol, knows the public topology
 and reads what it receives. Two attackers:
 
@@ -106,12 +110,14 @@ class AttributeInferenceAttack:
     ``-1`` for a public node, else the host index it is private to (``host-<h>``);
     ``edge_index``: the public topology. ``max_targets``: at most this many target nodes of
     each kind per host (a seeded draw) go through the inversion's sparse coding, the costly
-    part (``targets x F x hidden`` per ISTA step)."""
+    part (``targets x F x hidden`` per ISTA step). ``projections``: the uploads are ``X_n W1``
+    (Feras with ``share_at = projection``), not ``H1``."""
 
     def __init__(self, x: np.ndarray, owner: np.ndarray, edge_index: np.ndarray, *,
                  seed: int = 0, max_targets: int = 300, deconvolve_steps: int = 300,
                  ista_steps: int = 200, l1: float = 1e-4, ridge: float = 1.0,
-                 weight_step: str = "train", upload_step: str = "eval_embed") -> None:
+                 weight_step: str = "train", upload_step: str = "eval_embed",
+                 projections: bool = False) -> None:
         self.x = np.asarray(x) > 0
         self.owner = np.asarray(owner, np.int64)
         self.num_nodes = len(self.owner)
@@ -124,6 +130,7 @@ class AttributeInferenceAttack:
         self.ridge = ridge
         self.weight_step = weight_step
         self.upload_step = upload_step
+        self.projections = projections
         self.weights: dict[Any, tuple[torch.Tensor, torch.Tensor]] = {}
         self.uploads: dict[Any, tuple[np.ndarray, torch.Tensor]] = {}
         self._adj: sp.csr_matrix | None = None
@@ -179,7 +186,8 @@ class AttributeInferenceAttack:
         """Per kind, per rule: the AUC of each target node of one host's upload."""
         host = int(sender.split("-")[1])
         w1, b1 = self._mean_weights()
-        z = deconvolve(self._adjacency(seen), h, b1, self.deconvolve_steps)
+        z = h if self.projections else deconvolve(self._adjacency(seen), h, b1,
+                                                  self.deconvolve_steps)
         fit = np.flatnonzero(np.isin(seen, self._fit_public))
         coef = ridge_decoder(h[fit].numpy(), self.x[seen[fit]], self.ridge)
         prior = self.x[seen[fit]].mean(0)

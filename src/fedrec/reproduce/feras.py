@@ -9,15 +9,18 @@ seeds are also different splits):
    runs have the highest mean validation accuracy (at each run's validation-chosen round); it is
    chosen on validation only and used by every row of the table.
 2. **Table 2's shape**: for N in {2, 4, 8} and pi in {0.2, 0.5, 0.8} (kappa = (N - 1) / N * pi),
-   Feras (``share=embeddings+weights``), GraphSAINT-SW (``share=weights``) and isolated hosts,
+   Feras (``share=embeddings+weights``), Feras sharing the first layer's projections ``X W1``
+   instead of its output (``share_at=projection``, not the paper's: what reaches the issue's
+   targets, ``docs/feras.md``), GraphSAINT-SW (``share=weights``) and isolated hosts,
    each the mean over hosts of the hosts' test accuracy (F1-micro) at the validation-chosen
-   round; beside them centralized GraphSAINT (every attribute visible, the upper bound) and
+   round; beside them GraphSAINT-SW with no private node (pi = 0, per N: what federated
+   training costs by itself), centralized GraphSAINT (every attribute visible, the upper bound) and
    full-batch centralized GCN, which do not depend on N and pi. Mean ± the half-width of the
    95% confidence interval (Student's t) over ``--seeds`` runs.
 3. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
    (:mod:`fedrec.attacks.attribute_inference`) with Gaussian noise of std ``sigma`` on the
-   shared embeddings, sigma in :data:`NOISES`: test accuracy beside the AUCs for private and
-   public nodes.
+   shared embeddings, sigma in :data:`NOISES`, for both share points (:data:`ATTACKED`): test
+   accuracy beside the AUCs for private and public nodes.
 
 ``--quick`` (CI) runs 1 seed, N = 2 and pi = 0.5 only (the attack too), one round of 2
 iterations per federated run (a weight average at the second) and a few epochs of the
@@ -47,9 +50,22 @@ SPLITS = ("public", "random")
 HOSTS = (2, 4, 8)
 PRIVATE = (0.2, 0.5, 0.8)
 SAMPLERS = ("node", "edge", "rw", "mrw")
-#: (key, label, share) of the federated methods.
-METHODS = (("feras", "Feras", "embeddings+weights"), ("sw", "GraphSAINT-SW", "weights"),
-           ("isolated", "isolated hosts", "none"))
+#: (key, label, overrides) of the federated methods: Feras (the paper's p = 1), Feras sharing the
+#: first layer's projections instead (an option, not the paper's), and the two baselines.
+METHODS = (("feras", "Feras", {"share": "embeddings+weights"}),
+           ("feras-projection", "Feras, shared projections",
+            {"share": "embeddings+weights", "share_at": "projection"}),
+           ("sw", "GraphSAINT-SW", {"share": "weights"}),
+           ("isolated", "isolated hosts", {"share": "none"}))
+#: Weight sharing with no private node (pi = 0: every host sees every attribute): what federated
+#: training itself costs against centralized GraphSAINT, one cell per N.
+ALL_VISIBLE = ("all-visible", "GraphSAINT-SW, pi = 0 (all visible)",
+               {"share": "weights", "private_fraction": 0.0})
+#: The methods of the sampler comparison.
+SAMPLER_METHODS = ("feras", "isolated")
+#: The attack's share points: (key prefix, label, overrides).
+ATTACKED = (("attack", "H1 (p = 1)", {}),
+            ("attack/projection", "X W1 (shared projections)", {"share_at": "projection"}))
 CENTRAL = (("saint-central", "centralized GraphSAINT"), ("gcn-central", "centralized GCN"))
 NOISES = (0.0, 0.1, 0.3, 1.0)
 COMPARE = {"num_hosts": 4, "private_fraction": 0.5}  # the sampler comparison's and attack's
@@ -84,9 +100,9 @@ def specs_of(key: str, algorithm: str, split: str, overrides: dict[str, Any],
 
 def sampler_plan(seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
     methods = [m for m in METHODS if m[0] == "isolated" or (m[0] == "feras" and not quick)]
-    return [s for key, _, share in methods for sampler in SAMPLERS
+    return [s for key, _, method in methods for sampler in SAMPLERS
             for s in specs_of(f"sampler/{key}/{sampler}", "feras", "public",
-                              {**COMPARE, "share": share, "sampler": sampler}, seeds, quick)]
+                              {**COMPARE, **method, "sampler": sampler}, seeds, quick)]
 
 
 def best_sampler(res: dict[str, list[dict[str, Any]]]) -> str:
@@ -105,18 +121,22 @@ def main_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec
     splits, hosts, private, noises = grid(quick)
     out: list[RunSpec] = []
     for split in splits:
-        for key, _, share in METHODS:
+        for key, _, method in METHODS:
             out += [s for n in hosts for pi in private
                     for s in specs_of(f"table/{split}/{key}/N{n}-pi{pi}", "feras", split,
-                                      {"num_hosts": n, "private_fraction": pi, "share": share,
+                                      {"num_hosts": n, "private_fraction": pi, **method,
                                        "sampler": sampler}, seeds, quick)]
+        key, _, method = ALL_VISIBLE
+        out += [s for n in hosts
+                for s in specs_of(f"table/{split}/{key}/N{n}", "feras", split,
+                                  {"num_hosts": n, **method, "sampler": sampler}, seeds, quick)]
         out += specs_of(f"central/{split}/saint-central", "saint-central", split,
                         {"sampler": sampler}, seeds, quick)
         out += specs_of(f"central/{split}/gcn-central", "gcn-central", split, {}, seeds, quick)
     quick_attack = {"num_hosts": 2, "attack_targets": 50} if quick else {}  # the costly runs
-    out += [s for sigma in noises
-            for s in specs_of(f"attack/noise-{sigma}", "feras", "public",
-                              {**COMPARE, "sampler": sampler, "attack": True,
+    out += [s for prefix, _, shared in ATTACKED for sigma in noises
+            for s in specs_of(f"{prefix}/noise-{sigma}", "feras", "public",
+                              {**COMPARE, **shared, "sampler": sampler, "attack": True,
                                "embedding_noise": sigma, **quick_attack}, seeds, quick)]
     return out
 
@@ -163,7 +183,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     srows, bars = [], []
     for sampler_name in SAMPLERS:
         cells = [fmt_ci(metric(res.get(f"sampler/{key}/{sampler_name}", []), METRIC))
-                 for key, _, _ in METHODS if key != "sw"]
+                 for key in SAMPLER_METHODS]
         val = [sc[1] for r in res.get(f"sampler/isolated/{sampler_name}", [])
                if (sc := validation_score(r)) is not None]
         srows.append([sampler_name, *cells, fmt_ci(val)])
@@ -178,7 +198,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
          "GraphSAINT samplers, isolated hosts (Cora, N = 4, pi = 0.5)")
 
     headers = ["split", "N", "pi", "kappa", *(label for _, label, _ in METHODS),
-               *(label for _, label in CENTRAL)]
+               ALL_VISIBLE[1], *(label for _, label in CENTRAL)]
     rows = []
     for split in splits:
         central = [fmt_ci(metric(res.get(f"central/{split}/{key}", []), METRIC))
@@ -187,7 +207,10 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
             for pi in private:
                 cells = [fmt_ci(metric(res.get(f"table/{split}/{key}/N{n}-pi{pi}", []), METRIC))
                          for key, _, _ in METHODS]
-                rows.append([split, str(n), str(pi), f"{kappa(n, pi):.3f}", *cells, *central])
+                visible = fmt_ci(metric(res.get(f"table/{split}/{ALL_VISIBLE[0]}/N{n}", []),
+                                        METRIC))
+                rows.append([split, str(n), str(pi), f"{kappa(n, pi):.3f}", *cells, visible,
+                             *central])
     lines.append("## Table 2's shape: test accuracy (F1-micro), mean over hosts\n")
     lines.append(markdown_table(headers, rows))
     lines.append("![F1 against kappa](f1_vs_kappa.png)\n")
@@ -199,28 +222,41 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                  "`inversion` knows no attribute, `decoder` knows the public nodes' attributes, "
                  "`prior` is their word frequencies (threat model: "
                  "`fedrec.attacks.attribute_inference`).\n")
-    arows, pts = [], []
+    arows, pts = [], {}
     auc_keys = [(kind, rule) for kind in ("private", "public")
                 for rule in ("inversion", "decoder", "prior")]
-    for sigma in noises:
-        runs = res.get(f"attack/noise-{sigma}", [])
-        acc = metric(runs, METRIC)
-        aucs = {k: metric(runs, f"attack_auc_{k[0]}_{k[1]}") for k in auc_keys}
-        arows.append([str(sigma), fmt_ci(acc), *(fmt_ci(aucs[k]) for k in auc_keys)])
-        pts.append((sigma, ci95(acc)[0], ci95(aucs[("private", "inversion")])[0],
-                    ci95(aucs[("private", "decoder")])[0]))
-    lines.append(markdown_table(["noise sigma", "test accuracy",
+    for prefix, shared, _ in ATTACKED:
+        for sigma in noises:
+            runs = res.get(f"{prefix}/noise-{sigma}", [])
+            acc = metric(runs, METRIC)
+            aucs = {k: metric(runs, f"attack_auc_{k[0]}_{k[1]}") for k in auc_keys}
+            arows.append([shared, str(sigma), fmt_ci(acc),
+                          *(fmt_ci(aucs[k]) for k in auc_keys)])
+            pts.setdefault(shared, []).append(
+                (sigma, ci95(acc)[0], ci95(aucs[("private", "inversion")])[0],
+                 ci95(aucs[("private", "decoder")])[0]))
+    lines.append(markdown_table(["shared", "noise sigma", "test accuracy",
                                  *(f"AUC {kind} {rule}" for kind, rule in auc_keys)], arows))
     lines.append("![attack](attack.png)\n")
-    xs = [str(p[0]) for p in pts]
-    plot(out / "attack.png", [
-        lambda ax: (ax.plot(xs, [p[1] for p in pts], "o-"), ax.set_xlabel("noise sigma"),
-                    ax.set_ylabel("test accuracy")),
-        lambda ax: (ax.plot(xs, [p[2] for p in pts], "o-", label="inversion"),
-                    ax.plot(xs, [p[3] for p in pts], "s-", label="decoder"),
-                    ax.set_xlabel("noise sigma"), ax.set_ylabel("AUC, private nodes"),
-                    ax.legend()),
-    ], "Feras: the AS's attribute inference against noise on shared embeddings")
+    xs = [str(sigma) for sigma in noises]
+
+    def accuracy(ax: Any) -> None:
+        for shared, p in pts.items():
+            ax.plot(xs, [q[1] for q in p], "o-", label=shared)
+        ax.set_xlabel("noise sigma")
+        ax.set_ylabel("test accuracy")
+        ax.legend(fontsize=7)
+
+    def auc(ax: Any) -> None:
+        for shared, p in pts.items():
+            ax.plot(xs, [q[2] for q in p], "o-", label=f"inversion, {shared}")
+            ax.plot(xs, [q[3] for q in p], "s--", label=f"decoder, {shared}")
+        ax.set_xlabel("noise sigma")
+        ax.set_ylabel("AUC, private nodes")
+        ax.legend(fontsize=7)
+
+    plot(out / "attack.png", [accuracy, auc],
+         "Feras: the AS's attribute inference against noise on shared embeddings")
 
     return finish_report(out, lines, specs)
 

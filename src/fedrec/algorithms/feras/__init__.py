@@ -78,7 +78,8 @@ def feras_instruments(cfg: FerasConfig, ds: Dataset) -> dict[str, Any]:
     g = require_graph(ds, NAME)
     owner = assign_private_nodes(g.num_nodes, cfg.num_hosts, cfg.private_fraction, cfg.seed)
     return {"attack": AttributeInferenceAttack(g.x, owner, g.edge_index, seed=cfg.seed,
-                                               max_targets=cfg.attack_targets)}
+                                               max_targets=cfg.attack_targets,
+                                               projections=cfg.share_at == "projection")}
 
 
 def build_feras_job(cfg: FerasConfig, ds: Dataset, device: torch.device) -> FederatedJob:

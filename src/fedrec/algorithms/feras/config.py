@@ -12,6 +12,8 @@ SCHEDULES = ("sequential", "synchronous")
 #: What the hosts share: Feras itself; GraphSAINT-SW (FedAvg of the weights every q iterations,
 #: no embedding); isolated hosts (nothing: each trains alone on its own view).
 SHARING = ("embeddings+weights", "weights", "none")
+#: What a host shares of a node: its first layer's output H1 (p = 1) or the projection X W1.
+SHARE_POINTS = ("layer", "projection")
 
 
 @dataclass
@@ -36,6 +38,10 @@ class FerasConfig(SaintSamplerConfig):
                                               "embeddings+weights (Feras), weights (GraphSAINT-"
                                               "SW, FedAvg every q iterations) or none (isolated "
                                               "hosts); the baselines on the same host views")
+    share_at: str = option("layer", "what the AS averages: layer (each host's first-layer "
+                                    "output H1, p = 1, the paper's) or projection (X W1, "
+                                    "before the neighbourhood aggregation: every host's H1 "
+                                    "then has all neighbours' attributes)")
     embedding_noise: float = option(0.0, "defence: std of the Gaussian noise a host adds to "
                                          "every embedding it uploads (0: none)")
     attack: bool = option(False, "run the AS's attribute-inference attack on the last "
@@ -60,6 +66,7 @@ class FerasConfig(SaintSamplerConfig):
         check_range("walk_length", self.walk_length, 1)
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("share", self.share, SHARING)
+        check_choice("share_at", self.share_at, SHARE_POINTS)
         check_range("embedding_noise", self.embedding_noise, 0.0)
         check_range("attack_targets", self.attack_targets, 1)
 

@@ -80,15 +80,16 @@ class Topology:
 @dataclass(eq=False)
 class _FirstLayer:
     """One host's first layer of one iteration, on leaf copies of its weights ``source``: the
-    subgraph, its operator, the embeddings with their autograd graph, and the dropout generator
-    after the first layer's masks (the next layers' masks follow from it)."""
+    subgraph, its operator, the values it shares (``H1``, or ``P`` with ``share_at =
+    projection``) with their autograd graph, and the dropout generator after the first layer's
+    masks (the next layers' masks follow from it)."""
 
     iteration: int
     source: dict[str, torch.Tensor]
     sub: Subgraph
     adj: torch.Tensor
     params: dict[str, torch.Tensor]
-    h1: torch.Tensor
+    shares: torch.Tensor
     generator: torch.Generator
 
 
@@ -171,13 +172,28 @@ class FerasHost(PartyLogic):
         has[pos] = True
         return received, has
 
-    def _shared(self, ctx: PartyContext, h1: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
-        """The second layer's input: the AS's averages where it sent one (Feras), the host's own
-        embeddings where the hosts share no embedding (the baselines)."""
+    def _shares(self, params: dict[str, torch.Tensor], adj: torch.Tensor, x: torch.Tensor,
+                rate: float = 0.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """What the host shares of its nodes: ``H1`` (the paper's p = 1), or ``P`` with
+        ``share_at = projection``."""
+        if self.cfg.share_at == "projection":
+            return model.project(params, x, rate, generator)
+        return model.first_layer(params, adj, x, rate, generator)
+
+    def _second_input(self, params: dict[str, torch.Tensor], adj: torch.Tensor,
+                      shared: torch.Tensor) -> torch.Tensor:
+        """``H1`` from the (averaged) shared values."""
+        if self.cfg.share_at == "projection":
+            return model.aggregate(params, adj, shared)
+        return shared
+
+    def _shared(self, ctx: PartyContext, own: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+        """The AS's averages where it sent one (Feras), the host's own values where the hosts
+        share no embedding (the baselines)."""
         if not self.cfg.shares_embeddings:
-            return h1
+            return own
         received, has = self._averages(ctx, nodes, self.cfg.hidden)
-        return model.shared(h1, received, has)
+        return model.shared(own, received, has)
 
     def _features(self, view: HostView, nodes: torch.Tensor | None) -> torch.Tensor:
         return gcn.row_normalized(view.features(None if nodes is None else nodes.numpy()))
@@ -213,9 +229,9 @@ class FerasHost(PartyLogic):
         params = {k: v.clone().requires_grad_() for k, v in ctx.state["params"].items()}
         adj = gcn.subgraph_adjacency(sub, topo.graph.degree, topo.alpha)
         gen = self._dropout_generator(ctx, iteration)
-        h1 = model.first_layer(params, adj, self._features(view, sub.nodes),
-                               self.cfg.feature_dropout, gen)
-        return _FirstLayer(iteration, ctx.state["params"], sub, adj, params, h1, gen)
+        shares = self._shares(params, adj, self._features(view, sub.nodes),
+                              self.cfg.feature_dropout, gen)
+        return _FirstLayer(iteration, ctx.state["params"], sub, adj, params, shares, gen)
 
     @step(EMBED, broadcast=True)
     def embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -224,7 +240,7 @@ class FerasHost(PartyLogic):
         first = self._first_layer(ctx, int(payload["iteration"]))
         self._pending[ctx.party] = first
         nodes = first.sub.nodes
-        return self._upload(ctx, nodes, view.visible_mask()[nodes.numpy()], first.h1,
+        return self._upload(ctx, nodes, view.visible_mask()[nodes.numpy()], first.shares,
                             first.iteration)
 
     @step(TRAIN, broadcast=True)
@@ -240,8 +256,8 @@ class FerasHost(PartyLogic):
         opt = self._optimizer(params)
         if ctx.state["adam"] is not None:
             opt.load_state_dict(ctx.state["adam"])
-        z = model.rest(params, adj, self._shared(ctx, first.h1, nodes), self.cfg.feature_dropout,
-                       first.generator)
+        h1 = self._second_input(params, adj, self._shared(ctx, first.shares, nodes))
+        z = model.rest(params, adj, h1, self.cfg.feature_dropout, first.generator)
         local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
         labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
         n_train = int(view.train_mask_visible.sum())
@@ -259,11 +275,11 @@ class FerasHost(PartyLogic):
         return Routed({SERVER: reply, AGGREGATOR: dict(ctx.state["params"])})
 
     # -- evaluation --------------------------------------------------------------------------
-    def _full_first_layer(self, ctx: PartyContext) -> torch.Tensor:
+    def _full_shares(self, ctx: PartyContext) -> torch.Tensor:
         view: HostView = ctx.data
         with torch.no_grad():
-            return model.first_layer(ctx.state["params"], self.topology(view).full_adj,
-                                     self._features(view, None))
+            return self._shares(ctx.state["params"], self.topology(view).full_adj,
+                                self._features(view, None))
 
     @step(EVAL_EMBED, broadcast=True)
     def eval_embed(self, ctx: PartyContext, payload: Payload) -> Outgoing:
@@ -272,7 +288,7 @@ class FerasHost(PartyLogic):
         # The noise is keyed by the round: a round's validation and test passes upload the
         # same noisy embeddings (the AS learns nothing by averaging the two).
         return self._upload(ctx, torch.arange(view.num_nodes), view.visible_mask(),
-                            self._full_first_layer(ctx))
+                            self._full_shares(ctx))
 
     @step(EVALUATE, broadcast=True)
     def evaluate(self, ctx: PartyContext, payload: Payload) -> Payload:
@@ -282,9 +298,9 @@ class FerasHost(PartyLogic):
         nodes = np.flatnonzero(view.mask(split))
         if len(nodes) == 0:
             return {"f1_micro": 0.0, "count": 0}
-        h1 = self._full_first_layer(ctx)
+        params, adj = ctx.state["params"], self.topology(view).full_adj
         with torch.no_grad():
-            z = model.rest(ctx.state["params"], self.topology(view).full_adj,
-                           self._shared(ctx, h1, torch.arange(view.num_nodes)))
+            shared = self._shared(ctx, self._full_shares(ctx), torch.arange(view.num_nodes))
+            z = model.rest(params, adj, self._second_input(params, adj, shared))
         pred = gcn.predict(z, view.multilabel).numpy()[nodes]
         return {"f1_micro": f1_micro(pred, view.labels(nodes)), "count": len(nodes)}
