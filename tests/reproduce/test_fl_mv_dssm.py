@@ -107,3 +107,17 @@ def test_quick_writes_tables_fig2_and_privacy(tmp_path: Path, data_root: Path, m
     assert main(argv) == 0
     assert {p: p.stat().st_mtime_ns for p in made} == stamps
     assert (tmp_path / "README.md").read_text() == text
+
+
+def test_only_central_and_attack_run_those_and_no_setting_of_the_grid(
+        tmp_path: Path, data_root: Path, ml100k, one_thread_module) -> None:
+    argv = ["--data-dir", str(data_root), "reproduce", "fl-mv-dssm", "--quick", "--out",
+            str(tmp_path), "--threads", "1", "--quiet", "--only", "central/svd,attack"]
+    assert main(argv) == 0
+    assert sorted(p.name for p in tmp_path.glob("central/*.json")) == ["svd-seed-0.json"]
+    assert not list(tmp_path.glob("runs/**/results.json"))
+    text = (tmp_path / "README.md").read_text()
+    attack = text.split("## Privacy", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"^\| 0 \| 0\.1 \| 4 \| 1\.0000 \| ", attack, re.M)
+    assert re.search(r"^\| centralized DSSM \(svd;.*\| \d\.\d{4} ± ", text, re.M)
+    assert re.search(r"^\| centralized DSSM \(demographics;[^\d]*$", text, re.M)

@@ -28,6 +28,9 @@ validation):
   (:func:`fedrec.algorithms.fl_mv_dssm.attack.attack_table_rows`, as
   ``bench/fl_mv_dssm_attack_table.py``) for each sigma, next to the epsilon each run reports.
 
+Neither the centralized DSSM nor the attack is a run of the grid: ``--only`` names them by the
+prefixes ``central/`` (``central/<view>``) and ``attack``.
+
 Every federated run uses ``secure_aggregation: false``: the plain sum of the same fixed-point
 uploads gives the same model (tested), and the secure sum costs minutes a round.
 ``--quick`` (CI) runs one seed, one round of 8 devices per run, each run evaluated on a seeded
@@ -51,7 +54,7 @@ import numpy as np
 from fedrec.data import load_dataset
 from fedrec.data.types import Dataset
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, metric, plot
-from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
+from fedrec.reproduce.runner import RunMissing, RunSpec, may_run, run_all
 
 DATASET = "ml-100k"
 METRICS = ("Precision@10", "Recall@10", "NDCG@10", "AUC")
@@ -259,7 +262,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     lines.append(f"## Privacy: the malicious view (view demographics reads the svd view's item "
                  f"update; {attack[0]['rounds'] if attack else 1} round(s), plain sum)\n")
     lines.append(attack_table_markdown(attack) if attack
-                 else "not run (`--report-only` runs nothing)\n")
+                 else "not run (`--report-only` runs nothing; `--only attack` runs it)\n")
 
     return finish_report(out, lines, specs)
 
@@ -279,10 +282,10 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
                       run_missing=run_missing)
         central = {view: [r for seed in range(seeds)
                           if (r := central_dssm(out, view, seed, quick, ds,
-                                                run_missing is True))]
+                                                may_run(f"central/{view}", run_missing)))]
                    for view in VIEWS}
         attack: list[dict[str, Any]] = []
-        if run_missing is True:  # (not under --only: neither is a setting of the grid)
+        if may_run("attack", run_missing):
             opts = QUICK_ATTACK if quick else {"sigmas": ATTACK_SIGMAS,
                                                "devices": ATTACK_DEVICES}
             attack = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"],
