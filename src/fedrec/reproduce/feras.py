@@ -10,13 +10,13 @@ seeds are also different splits):
    chosen on validation only and used by every row of the table.
 2. **Table 2's shape**: for N in {2, 4, 8} and pi in {0.2, 0.5, 0.8} (kappa = (N - 1) / N * pi),
    Feras (``share=embeddings+weights``), Feras sharing the first layer's projections ``X W1``
-   instead of its output (``share_at=projection``, not the paper's: what reaches the issue's
-   targets, ``docs/feras.md``), GraphSAINT-SW (``share=weights``) and isolated hosts,
+   instead of its output (``share_at=projection``, not the paper's; ``docs/feras.md`` compares
+   the two), GraphSAINT-SW (``share=weights``) and isolated hosts,
    each the mean over hosts of the hosts' test accuracy (F1-micro) at the validation-chosen
    round; beside them GraphSAINT-SW with no private node (pi = 0, per N: what federated
-   training costs by itself), centralized GraphSAINT (every attribute visible, the upper bound) and
-   full-batch centralized GCN, which do not depend on N and pi. Mean ± the half-width of the
-   95% confidence interval (Student's t) over ``--seeds`` runs.
+   training costs by itself), centralized GraphSAINT (every attribute visible, the upper
+   bound) and full-batch centralized GCN, which do not depend on N and pi. Mean ± the
+   half-width of the 95% confidence interval (Student's t) over ``--seeds`` runs.
 3. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
    (:mod:`fedrec.attacks.attribute_inference`) with Gaussian noise of std ``sigma`` on the
    shared embeddings, sigma in :data:`NOISES`, for both share points (:data:`ATTACKED`): test
