@@ -29,7 +29,8 @@ validation):
   ``bench/fl_mv_dssm_attack_table.py``) for each sigma, next to the epsilon each run reports.
 
 Neither the centralized DSSM nor the attack is a run of the grid: ``--only`` names them by the
-prefixes ``central/`` (``central/<view>``) and ``attack``.
+prefixes ``central/`` (``central/<view>``) and ``attack``; both are cached in ``OUT``
+(``central/``, ``attack.json``) and reported from there by any later report.
 
 Every federated run uses ``secure_aggregation: false``: the plain sum of the same fixed-point
 uploads gives the same model (tested), and the secure sum costs minutes a round.
@@ -271,7 +272,6 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
               run_missing: RunMissing = True) -> Path:
     from fedrec.algorithms.fl_mv_dssm import reuse_multiviews
-    from fedrec.algorithms.fl_mv_dssm.attack import attack_table_rows
 
     if quick:
         seeds = 1
@@ -284,11 +284,28 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
                           if (r := central_dssm(out, view, seed, quick, ds,
                                                 may_run(f"central/{view}", run_missing)))]
                    for view in VIEWS}
-        attack: list[dict[str, Any]] = []
-        if may_run("attack", run_missing):
-            opts = QUICK_ATTACK if quick else {"sigmas": ATTACK_SIGMAS,
-                                               "devices": ATTACK_DEVICES}
-            attack = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"],
-                                       opts["devices"])
+        attack = attack_rows(out, quick, ds, may_run("attack", run_missing))
         return write_report(out, specs, res, central, attack, ds, quick)
+
+
+def attack_rows(out: Path, quick: bool, ds: Dataset, run: bool = True) -> list[dict[str, Any]]:
+    """The malicious-view table's rows (cached in ``OUT/attack.json``, as the centralized
+    results are, so that a later report made without running it keeps it); ``run=False``:
+    only the cached rows (none if there are none)."""
+    from fedrec.algorithms.fl_mv_dssm.attack import attack_table_rows
+
+    opts = json.loads(json.dumps(QUICK_ATTACK if quick else
+                                 {"sigmas": ATTACK_SIGMAS, "devices": ATTACK_DEVICES}))
+    path = out / "attack.json"
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        if stored.get("options") == opts:
+            return stored["rows"]  # type: ignore[no-any-return]
+    if not run:
+        return []
+    rows = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"], opts["devices"])
+    out.mkdir(parents=True, exist_ok=True)
+    # (per-device arrays as lists; the table reads the scalars)
+    path.write_text(json.dumps({"options": opts, "rows": rows}, default=lambda v: v.tolist()))
+    return rows
 
