@@ -137,6 +137,14 @@ def most_popular(overrides: dict[str, Any], ds: Dataset) -> dict[str, float]:
     return most_popular_metrics(_multiview(overrides, ds), 10)
 
 
+def _cached(path: Path, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The result stored at ``path`` if it was made with ``options``, else None."""
+    if not path.is_file():
+        return None
+    stored = json.loads(path.read_text())
+    return stored if stored.get("options") == options else None  # type: ignore[no-any-return]
+
+
 def central_dssm(out: Path, view: str, seed: int, quick: bool, ds: Dataset,
                  train: bool = True) -> dict[str, Any] | None:
     """Centralized DSSM on ``view`` (trained here; cached in ``OUT/central/``): each epoch's
@@ -147,10 +155,8 @@ def central_dssm(out: Path, view: str, seed: int, quick: bool, ds: Dataset,
     opts = QUICK_CENTRAL if quick else {"epochs": CENTRAL_EPOCHS, "batch": None,
                                         "max_steps": None}
     path = out / "central" / f"{view}-seed-{seed}.json"
-    if path.is_file():
-        stored = json.loads(path.read_text())
-        if stored.get("options") == opts:
-            return stored  # type: ignore[no-any-return]
+    if (stored := _cached(path, opts)) is not None:
+        return stored
     if not train:
         return None
     # The split does not depend on the run's seed (split_seed does): one multi-view build.
@@ -297,10 +303,8 @@ def attack_rows(out: Path, quick: bool, ds: Dataset, run: bool = True) -> list[d
     opts = json.loads(json.dumps(QUICK_ATTACK if quick else
                                  {"sigmas": ATTACK_SIGMAS, "devices": ATTACK_DEVICES}))
     path = out / "attack.json"
-    if path.is_file():
-        stored = json.loads(path.read_text())
-        if stored.get("options") == opts:
-            return stored["rows"]  # type: ignore[no-any-return]
+    if (stored := _cached(path, opts)) is not None:
+        return stored["rows"]  # type: ignore[no-any-return]
     if not run:
         return []
     rows = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"], opts["devices"])
