@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from fedrec.reproduce.fedgrec import (
     METHODS,
     QUICK_LAYERS,
     REFRESH,
+    paired_recall_loss,
     plan,
     round_bytes,
 )
@@ -59,6 +61,17 @@ def test_round_bytes_splits_the_warm_up_from_refresh_and_plain_rounds() -> None:
     assert round_bytes(run, num_clients=100) == {
         "round 1 (warm-up)": (10.0, 20.0), "plain round": (3.0, 6.0),
         "refresh round": (7.0, 14.0)}
+
+
+def test_dropout_cost_is_paired_by_seed() -> None:
+    def run(seed: int, recall: float) -> dict:
+        return {"seed": seed, "selection": {"round": 1, "test": {"Recall@20": recall}}}
+
+    reference = [run(0, 0.30), run(1, 0.34), run(2, 0.32)]
+    # Against seed 0 alone (0.30), not the three seeds' mean (0.32).
+    assert paired_recall_loss(reference, [run(0, 0.29)]) == pytest.approx(0.01)
+    assert paired_recall_loss(reference, [run(0, 0.29), run(1, 0.33)]) == pytest.approx(0.01)
+    assert math.isnan(paired_recall_loss(reference, [run(5, 0.29)]))  # no shared seed
 
 
 @pytest.mark.slow  # a whole quick reproduction (11 runs)

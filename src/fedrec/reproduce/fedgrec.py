@@ -219,6 +219,14 @@ def _recall(runs: list[dict[str, Any]]) -> float:
     return mean_std(metric(runs, "Recall@20"))[0]
 
 
+def paired_recall_loss(reference: list[dict[str, Any]], runs: list[dict[str, Any]]) -> float:
+    """Mean test Recall@20 of ``reference``'s runs of the seeds ``runs`` has, minus that of
+    ``runs``: paired by seed, so the spread between seeds is not counted as a cost (NaN when
+    no seed is shared)."""
+    seeds = {r["seed"] for r in runs}
+    return _recall([r for r in reference if r["seed"] in seeds]) - _recall(runs)
+
+
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
                  datasets: list[str], data_dir: str | Path | None, quick: bool,
                  choices: list[Choice]) -> Path:
@@ -332,9 +340,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     for p in DROPOUTS:
         runs = res.get(f"dropout/{p}", [])
         survivors = [h["train"]["clients"] for r in runs for h in r["history"]]
-        # Paired: the reference's runs of the same seeds, so seed noise does not count as cost.
-        seeds = {r["seed"] for r in runs}
-        loss = _recall([r for r in ref if r["seed"] in seeds]) - _recall(runs)
+        loss = paired_recall_loss(ref, runs)
         drows.append([f"{p:.0%}", *_row(runs),
                       f"{mean_std(survivors)[0]:.1f}" if survivors else "–",
                       f"{loss:+.4f}" if loss == loss else "–"])
