@@ -86,6 +86,35 @@ def _make_runs(alg: str, data_root: Path, tmp_path_factory: pytest.TempPathFacto
     return alg, full, full_dir, after_stop, resumed, part_dir
 
 
+def test_checkpoint_every_two_rounds_resumes_to_the_uninterrupted_result(
+        data_root: Path, tmp_path: Path) -> None:
+    """A stop after round 3 with a checkpoint every 2 rounds loses round 3; the resumed run
+    trains it again from round 2's state and ends where the uninterrupted run ends."""
+    if not (data_root / "ml-100k/u.data").is_file():
+        pytest.skip("staged ml-100k not available")
+    settings = {**SETTINGS["fcf"], "eval_every": 4}
+    secrets = ClientSecrets(bytes(range(32)))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        full = run_experiment("fcf", "ml-100k", data_dir=data_root, overrides=dict(settings),
+                              out_dir=tmp_path / "full", progress=False, client_secrets=secrets)
+        part = tmp_path / "part"
+        stopped = run_experiment("fcf", "ml-100k", data_dir=data_root,
+                                 overrides=dict(settings), out_dir=part, progress=False,
+                                 client_secrets=secrets, checkpoint_every=2, stop_after=3)
+        assert stopped.status == "interrupted"
+        assert load_checkpoint(part / CHECKPOINT_NAME)["round"] == 2
+        resumed = run_experiment("fcf", "ml-100k", data_dir=data_root,
+                                 overrides=dict(settings), out_dir=part, progress=False,
+                                 resume=True, checkpoint_every=2)
+    finally:
+        torch.set_num_threads(before)
+    assert resumed.status == "complete" and resumed.final == full.final and full.final
+    assert _strip_times(resumed.history) == _strip_times(full.history)
+    assert resumed.communication["totals"] == full.communication["totals"]
+
+
 def test_interrupted_run_leaves_only_a_checkpoint(runs) -> None:
     _, _, _, after_stop, _, _ = runs
     assert after_stop["status"] == "interrupted"

@@ -8,8 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fedrec.algorithms.base import Trainer
 from fedrec.config import RunConfig
+from fedrec.errors import ConfigError
 from fedrec.experiment import RoundCheckpoint, RunResult, is_eval_round, run_rounds
 from fedrec.federation.checkpoint import load_checkpoint
 from fedrec.federation.ledger import CommunicationLedger
@@ -93,3 +96,33 @@ def test_progress_bar_writes_its_label_to_stderr(capsys):
     run_rounds(CountingTrainer(), _cfg(2, 1), RunResult("count", "none", {}),
                progress="count/none")
     assert "count/none" in capsys.readouterr().err
+
+
+def test_checkpoint_every_n_rounds_resumes_from_the_last_written_round(tmp_path: Path):
+    cfg, path = _cfg(7, 4), tmp_path / "checkpoint.pt"
+    written: list[int] = []
+    first = CountingTrainer()
+    checkpoint = RoundCheckpoint(path, {"what": "test"}, every=3)
+    stopped = run_rounds(first, cfg, RunResult("count", "none", {}), checkpoint=checkpoint,
+                         on_round=lambda row: written.append(
+                             load_checkpoint(path)["round"] if path.exists() else 0),
+                         stop_after=5)
+    assert stopped.status == "interrupted"
+    # Written at rounds 3 (every 3rd) and 4 (evaluated); round 5's state is not.
+    assert written == [0, 0, 3, 4, 4]
+    assert [checkpoint.due(cfg, r) for r in range(1, 8)] == [False, False, True, True, False,
+                                                            True, True]
+    stored = load_checkpoint(path)
+    assert stored["round"] == 4 and stored["trainer"] == {"trained": [1, 2, 3, 4]}
+    second = CountingTrainer()
+    resumed = run_rounds(second, cfg, RunResult("count", "none", {}),
+                         checkpoint=RoundCheckpoint(path, {"what": "test"}, resume_from=stored,
+                                                    every=3))
+    assert second.trained == [1, 2, 3, 4, 5, 6, 7]  # round 5 trained again, nothing lost twice
+    assert [row["round"] for row in resumed.history] == [1, 2, 3, 4, 5, 6, 7]
+    assert load_checkpoint(path)["round"] == 7  # the last round is always written
+
+
+def test_checkpoint_every_below_one_is_refused(tmp_path: Path):
+    with pytest.raises(ConfigError, match="checkpoint_every must be at least 1"):
+        RoundCheckpoint(tmp_path / "checkpoint.pt", {}, every=0)

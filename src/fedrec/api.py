@@ -87,6 +87,7 @@ def run(
     device: str = "cpu",
     progress: bool = False,
     log_dir: str | Path | None = None,
+    checkpoint_every: int = 1,
     **flower: Any,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset`` (a catalogue name or a file) and return its result.
@@ -99,7 +100,9 @@ def run(
     (:func:`fedrec.engines.flower.deploy.deploy`, needs ``pip install 'fedrec[flower]'``;
     ``flower`` holds its options: ``nodes``, ``max_users``, ``timeout``, ...). ``log_dir``
     (simulator): also a TensorBoard log of every round there (:mod:`fedrec.tracking`, needs
-    ``pip install 'fedrec[tensorboard]'``).
+    ``pip install 'fedrec[tensorboard]'``). ``checkpoint_every`` (simulator): write the
+    checkpoint every this many rounds and at each evaluation, not every round (an interruption
+    then loses up to that many rounds minus one; :class:`fedrec.experiment.RoundCheckpoint`).
     """
     if engine not in ENGINES:
         raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -111,9 +114,12 @@ def run(
         return run_experiment(algorithm, dataset, data_dir=data_dir, config_file=config_file,
                               overrides=overrides, out_dir=out, resume=resume, device=device,
                               progress=progress, client_secrets=secrets,
-                              dataset_options=dataset_options, log_dir=log_dir)
-    if dataset_options or resume or device != "cpu" or log_dir is not None:
-        raise ConfigError("engine='flower' takes no dataset_options, resume, device or log_dir")
+                              dataset_options=dataset_options, log_dir=log_dir,
+                              checkpoint_every=checkpoint_every)
+    if (dataset_options or resume or device != "cpu" or log_dir is not None
+            or checkpoint_every != 1):
+        raise ConfigError("engine='flower' takes no dataset_options, resume, device, log_dir "
+                          "or checkpoint_every")
     from fedrec.engines.flower.deploy import deploy
 
     result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir, config_file=config_file,

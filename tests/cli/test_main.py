@@ -62,6 +62,8 @@ BAD_INPUTS = {
     "option": (["run", "pmf", "--dataset", "ml-100k", "--set", "colour=blue"], ["colour"]),
     "lr": (["run", "pmf", "--dataset", "ml-100k", "--set", "lr=-1"], ["lr must be > 0"]),
     "flag": (["run", "pmf", "--dataset", "ml-100k", "--bogus-flag"], ["--bogus-flag"]),  # argparse
+    "checkpoint-every": (["run", "pmf", "--dataset", "ml-100k", "--checkpoint-every", "0"],
+                         ["checkpoint_every must be at least 1, got 0"]),
     "gowalla": (["reproduce", "fedgnn", "--gowalla"],
                 ["--gowalla applies to fedgrec and ptf-fedrec only"]),
     "reproduction": (["reproduce", "fedgrecc", "--quick"], ["unknown reproduction", "fedgrec"]),

@@ -1,7 +1,8 @@
 """The ``fedrec`` command line.
 
     fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
-               [--data-opt key=value ...] [--out DIR] [--resume] [--log-dir DIR]
+               [--data-opt key=value ...] [--out DIR] [--resume] [--checkpoint-every N]
+               [--log-dir DIR]
     fedrec reproduce fedgnn|fedgrec|feras|fl-mv-dssm|ptf-fedrec [--quick] [--out DIR] [--seeds N]
                      [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
@@ -54,6 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         client_secret=secrets,
         log_dir=args.log_dir,
+        checkpoint_every=args.checkpoint_every,
     )
     rows = summary_rows(result)
     if args.out:
@@ -187,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
     run.add_argument("--out", help="directory for results.json and checkpoints")
     run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+    run.add_argument("--checkpoint-every", type=int, default=1, metavar="N",
+                     help="write the checkpoint every N rounds and at each evaluation "
+                     "(default 1: an interruption loses no completed round; a larger N loses "
+                     "up to N-1, for runs whose checkpoint costs as much as a round)")
     run.add_argument("--log-dir", metavar="DIR",
                      help="also write a TensorBoard log of every round's metrics, ledger totals "
                      "and the run's epsilon (pip install 'fedrec[tensorboard]')")
