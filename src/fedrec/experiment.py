@@ -252,8 +252,7 @@ def run_experiment(
     ``stop_after`` ends the run after that many rounds *as if interrupted* (no results file):
     it exists to test resuming.
     """
-    if checkpoint_every < 1:
-        raise ConfigError(f"checkpoint_every must be at least 1, got {checkpoint_every}")
+    check_checkpoint_every(checkpoint_every)  # before the data is loaded
     reset_peak_rss()  # this run's peak memory, not an earlier run's in the same process
     spec = get_algorithm(algorithm)
     cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
@@ -334,6 +333,11 @@ def check_kind(algorithm: str, kinds: tuple[str, ...], dataset: str, kind: str) 
         raise ConfigError(f"{algorithm} works on {'/'.join(kinds)} data; {dataset} is {kind}")
 
 
+def check_checkpoint_every(every: int) -> None:
+    if every < 1:
+        raise ConfigError(f"checkpoint_every must be at least 1, got {every}")
+
+
 @dataclass
 class RoundCheckpoint:
     """The round loop's checkpoint: written to ``path`` with the run's :func:`made_from`
@@ -353,8 +357,7 @@ class RoundCheckpoint:
     every: int = 1
 
     def __post_init__(self) -> None:
-        if self.every < 1:
-            raise ConfigError(f"checkpoint_every must be at least 1, got {self.every}")
+        check_checkpoint_every(self.every)
 
     def due(self, cfg: RunConfig, rnd: int) -> bool:
         """Whether round ``rnd``'s state is written."""
@@ -382,9 +385,9 @@ def run_rounds(
     :func:`finish_result`.
 
     Hooks, all optional: ``checkpoint`` (saved after the rounds :meth:`RoundCheckpoint.due`
-    names; with ``resume_from``, the
-    trainer's state, the history and the elapsed time are restored first and the loop starts
-    after the checkpoint's round), ``progress`` (a progress bar on stderr with this label),
+    names; with ``resume_from``, the trainer's state, the history and the elapsed time are
+    restored first and the loop starts after the checkpoint's round), ``progress`` (a
+    progress bar on stderr with this label),
     ``on_round`` (called with each history row, after its checkpoint). ``stop_after`` ends the
     loop after that round *as if interrupted* (``result.status`` ``"interrupted"``, not
     finished): it exists to test resuming.
