@@ -171,6 +171,20 @@ def test_per_row_download_gives_the_same_model_and_states_its_leak(ml100k_60) ->
     assert "reveals nothing" in full.privacy_report()["leakage"]
 
 
+def test_server_lr_scales_the_first_rounds_item_step(ml100k_60) -> None:
+    """Round 1 from the same state and secrets: the rows move by server_lr times FedAvg's mean
+    (the clients' updates do not depend on it yet), and the latent tables do not scale."""
+    steps = {}
+    for lr in (1.0, 2.5):
+        t, _ = trainer(ml100k_60, **SMALL, server_lr=lr)
+        before = t.job.server.item_emb.clone()  # the warm-up leaves e_t^0 as it is
+        t.train_round(1)
+        steps[lr] = (t.job.server.item_emb - before, t.job.server.latent.clone())
+    assert steps[1.0][0].abs().sum() > 0
+    torch.testing.assert_close(steps[2.5][0], 2.5 * steps[1.0][0], rtol=1e-5, atol=1e-7)
+    assert torch.equal(steps[2.5][1], steps[1.0][1])
+
+
 def messages(ds, cfg: FedGRecConfig, step: str, cohort: list[int], payload: dict,
              change: int | None = None) -> dict:
     """Every cohort client's reply to ``step`` with ``payload``, fresh states, fixed secrets;
@@ -209,7 +223,7 @@ def test_changing_one_clients_data_changes_only_its_messages(ml100k_60) -> None:
 def test_bad_input_and_edge_cases(ml100k_60) -> None:
     for bad in ({"num_layers": -1}, {"refresh_period": -1}, {"download": "some"},
                 {"loss": "hinge"}, {"lr": 0.0}, {"local_steps": 0}, {"secagg_bits": 8},
-                {"plain_upload": "zip"}, {"plain_sum_part": -1}):
+                {"plain_upload": "zip"}, {"plain_sum_part": -1}, {"server_lr": 0.0}):
         with pytest.raises(ConfigError):
             config(**bad)
     # K = 0: federated BPR-MF, no warm-up, no latent tables; uploads [loss | delta | rows].

@@ -28,6 +28,8 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
                                      "(the lazy update; 0: never after the warm-up)")
     local_steps: int = option(10, "E: client Adam steps per round on e_u^0 and its item rows")
     lr: float = option(0.05, "client Adam learning rate (a fresh optimizer each round)")
+    server_lr: float = option(1.0, "server step on e_t^0: each row moves by this times the "
+                                   "mean update of the clients that trained it (1: FedAvg)")
     reg: float = option(1e-4, "L2 weight (times 1/2, per triple) on the layer-0 rows")
     loss: str = option("bpr", "bpr | mse (positives 1, sampled negatives 0)")
     num_negatives: int = option(1, "sampled negatives per positive per round")
@@ -49,6 +51,7 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
         for name in ("num_layers", "refresh_period", "clients_per_round", "plain_sum_part"):
             check_range(name, getattr(self, name), 0)
         check_range("lr", self.lr, 0.0, low_open=True)
+        check_range("server_lr", self.server_lr, 0.0, low_open=True)
         check_range("reg", self.reg, 0.0)
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)

@@ -134,8 +134,8 @@ class FedGRecServer(ServerLogic):
         delta = total_t[1: 1 + n_items * d].reshape(n_items, d)
         trained = torch.from_numpy(np.rint(total[1 + n_items * d: 1 + n_items * (d + 1)]
                                            / cfg.secagg_clip))
-        # e_t^0: the mean update of the sampled clients that trained the row.
-        step = delta / trained.clamp(min=1)[:, None]
+        # e_t^0: server_lr times the mean update of the sampled clients that trained the row.
+        step = cfg.server_lr * delta / trained.clamp(min=1)[:, None]
         self.item_emb += step.to(self.item_emb)
         if refresh:
             self.latent += total_t[1 + n_items * (d + 1):].reshape(k, n_items, d).to(self.latent)
