@@ -37,9 +37,8 @@ A round (Steps 1-4 of the paper's Figure 1):
    on its items' rows, where the sources ``s_u^0 = e_u^0`` (after Step 3) and ``s_u^k = e_u^k``
    (Step 2) for ``k = 1..K-1``. The server adds to ``e_t^0`` each row's summed update divided by
    the number of sampled clients that trained it (FedAvg of the rows; a row nobody trained stays),
-   times ``server_lr`` (1: FedAvg's mean; a larger step moves a row further per round, what a
-   popular row's few updates an epoch might need), and adds the latent deltas to
-   ``e_t^1..e_t^K``.
+   times ``server_lr`` (1: FedAvg's mean; 2 and 4 measured below it on Gowalla at 10 epochs,
+   ``docs/fedgrec.md``), and adds the latent deltas to ``e_t^1..e_t^K``.
 
 What the latent item embeddings equal after each round: ``e_t^k = sum_{u in N_t} s_u^{k-1} /
 sqrt(|N_u| |N_t|)`` where ``s_u`` are the sources of user ``u``'s *latest contribution*: those
