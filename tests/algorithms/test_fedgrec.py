@@ -12,6 +12,7 @@ import torch
 
 from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fedgrec import FedGRecConfig, build_fedgrec_job
+from fedrec.algorithms.fedgrec.client import own_edge_layer1
 from fedrec.algorithms.fedgrec.steps import EVALUATE, TRAIN, WARMUP_DEGREES, WARMUP_LATENT
 from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ncf_common import implicit_split
@@ -183,6 +184,58 @@ def test_server_lr_scales_the_first_rounds_item_step(ml100k_60) -> None:
     assert steps[1.0][0].abs().sum() > 0
     torch.testing.assert_close(steps[2.5][0], 2.5 * steps[1.0][0], rtol=1e-5, atol=1e-7)
     assert torch.equal(steps[2.5][1], steps[1.0][1])
+
+
+def test_own_edge_gradient_changes_the_step_not_the_loss(ml100k_60) -> None:
+    """One local step from the same state: the loss (taken before the step) is the same with
+    and without own_edge_gradient, since the client's own copies equal the downloaded rows
+    there; the step is not, since the gradient then also takes the layer-1 own-edge paths."""
+    out = {}
+    for own in (False, True):
+        t, _ = trainer(ml100k_60, **{**SMALL, "local_steps": 1}, own_edge_gradient=own)
+        before = t.job.server.item_emb.clone()
+        metrics = t.train_round(1)
+        out[own] = (metrics["train_loss"], t.job.server.item_emb - before,
+                    torch.stack([s["e0"] for s in t.runtime.states.values()]))
+    assert out[True][0] == pytest.approx(out[False][0], rel=1e-6)
+    assert out[False][1].abs().sum() > 0
+    assert not torch.allclose(out[True][1], out[False][1])
+    assert not torch.allclose(out[True][2], out[False][2])
+
+
+def test_own_edge_layer1_is_lightgcns_gradient_at_one_layer() -> None:
+    """K = 1: a client's representations with own_edge_layer1's terms, from its copies of its
+    rows and the server's e_t^1 (every user's share current), have the gradient of full-graph
+    LightGCN's scores in e_u^0 and the client's item rows, other users fixed."""
+    gen = torch.Generator().manual_seed(0)
+    edges = {0: [0, 1], 1: [1, 2], 2: [0, 2, 3]}  # user -> items
+    n_users, n_items, d = 3, 4, 5
+    adj = torch.zeros(n_users, n_items, dtype=torch.float64)
+    for u, items in edges.items():
+        adj[u, items] = 1.0
+    norm = adj / (adj.sum(1, keepdim=True).sqrt() * adj.sum(0, keepdim=True).sqrt())
+    users = torch.randn(n_users, d, generator=gen, dtype=torch.float64, requires_grad=True)
+    items = torch.randn(n_items, d, generator=gen, dtype=torch.float64, requires_grad=True)
+    pairs = torch.tensor([0, 1, 3])  # user 0's positives 0 and 1, negative 3
+    coef = torch.randn(len(pairs), generator=gen, dtype=torch.float64)
+
+    user_rep = (users + norm @ items) / 2
+    item_rep = (items + norm.T @ users) / 2
+    (coef * (user_rep[0] * item_rep[pairs]).sum(-1)).sum().backward()
+
+    p = users.detach()[:1].clone().requires_grad_(True)
+    q = items.detach()[pairs].clone().requires_grad_(True)
+    latent_1 = (norm.T @ users.detach())[pairs]  # the server's e_t^1, user 0's share included
+    w = norm[0, :2]
+    user_1, item_1 = own_edge_layer1(p, q, users.detach()[:1], torch.tensor([0, 0]),
+                                     torch.tensor([0, 1]), w)
+    ours_user = (p + user_1) / 2
+    ours_item = (q + latent_1 + item_1) / 2
+    torch.testing.assert_close(ours_user[0], user_rep[0].detach())
+    (coef * (ours_user[0] * ours_item).sum(-1)).sum().backward()
+    torch.testing.assert_close(p.grad[0], users.grad[0])
+    torch.testing.assert_close(q.grad, items.grad[pairs])
+    assert float(items.grad[2].abs().sum()) == 0.0  # not user 0's: no path at K = 1
 
 
 def messages(ds, cfg: FedGRecConfig, step: str, cohort: list[int], payload: dict,

@@ -36,6 +36,11 @@ def test_full_plan_runs_every_setting_and_quick_a_shorter_subset() -> None:
     assert ml["pmf"]["implicit"] == ml["fcf"]["implicit"] == "per-user"
     assert ml["fedgrec"]["secure_aggregation"] is False and ml["fedgrec-k0"]["num_layers"] == 0
     assert ml["fedgrec-k0"]["lr"] == next(iter(CANDIDATES["fedgrec-k0"].values()))["lr"]
+    # The own-edge row is FedGRec's with one option changed, on both datasets.
+    for ds in ("ml-100k", "gowalla"):
+        own, paper = (full[f"table/{ds}/{m}"] for m in ("fedgrec-own", "fedgrec"))
+        assert own.algorithm == paper.algorithm == "fedgrec"
+        assert own.overrides == {**paper.overrides, "own_edge_gradient": True}
     assert full["comm/secure"].overrides["secure_aggregation"] is True
     assert full["comm/plain"].overrides["secure_aggregation"] is False
     for p in DROPOUTS:

@@ -7,7 +7,9 @@ and FedGRec share (:func:`fedrec.algorithms.ncf_common.implicit_split`; PMF and 
 with ``implicit: per-user``), so every row of a table ranks the same test rows:
 
 * **Accuracy** (Recall@20 / NDCG@20, mean ± std over ``--seeds`` seeds, each at its round chosen
-  on validation): FedGRec (K = 3, dim 64, refresh period 2), FedGRec without latent embeddings
+  on validation): FedGRec (K = 3, dim 64, refresh period 2), the same with
+  ``own_edge_gradient`` (ours, not the paper's: :mod:`fedrec.algorithms.fedgrec`, Step 3; its
+  gain over FedGRec paired by seed), FedGRec without latent embeddings
   (K = 0, federated BPR-MF: its learning rate chosen on validation, since with ``alpha_0 = 1`` the
   same lr is a four times larger step), centralized LightGCN (same K and dim), centralized BPR-MF
   (``pmf``, learning rate chosen on validation), FCF with BPR (``fcf``), and a most-popular
@@ -63,13 +65,16 @@ from fedrec.reproduce.runner import (
     run_all,
 )
 
-METHODS = ("fedgrec", "fedgrec-k0", "lightgcn", "pmf", "fcf")
-LABELS = {"fedgrec": "FedGRec", "fedgrec-k0": "FedGRec K = 0 (federated BPR-MF)",
+METHODS = ("fedgrec", "fedgrec-own", "fedgrec-k0", "lightgcn", "pmf", "fcf")
+LABELS = {"fedgrec": "FedGRec", "fedgrec-own": "FedGRec, own-edge gradient (ours)",
+          "fedgrec-k0": "FedGRec K = 0 (federated BPR-MF)",
           "lightgcn": "centralized LightGCN", "pmf": "centralized BPR-MF (pmf, BPR)",
           "fcf": "FCF (BPR)"}
-ALGORITHM = {"fedgrec-k0": "fedgrec"}  # a table row's algorithm, where it differs from its name
+# A table row's algorithm, where it differs from its name.
+ALGORITHM = {"fedgrec-own": "fedgrec", "fedgrec-k0": "fedgrec"}
 OPTIONAL_DATASETS = ("gowalla",)
 PLAIN = {"secure_aggregation": False}
+OWN = {**PLAIN, "own_edge_gradient": True}  # not the paper's: LightGCN's own-edge gradient
 # Per method: candidates chosen on ML-100K's validation Recall@20 (first listed wins a tie).
 # Gowalla's runs take the label chosen on ML-100K.
 CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
@@ -81,6 +86,7 @@ CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
 SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
     "ml-100k": {
         "fedgrec": PLAIN,
+        "fedgrec-own": OWN,
         "fedgrec-k0": {**PLAIN, "num_layers": 0},
         "lightgcn": {},
         # LightGCN's model settings; 100 epochs of 2,048 triples per Adam step.
@@ -92,6 +98,7 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "gowalla": {
         "fedgrec": PLAIN,
+        "fedgrec-own": OWN,
         "fedgrec-k0": {**PLAIN, "num_layers": 0},
         "lightgcn": {"split": "given"},  # FedGRec's packaged Gowalla split
         "pmf": {},
@@ -109,7 +116,8 @@ COMM = {"rounds": 4, "eval_every": 4}
 # FedGRec at K = 1: the warm-up (K sums over every client) is most of a short run's time.
 QUICK_FEDGREC = {"rounds": 2, "eval_every": 2, "clients_per_round": 32, "dim": 16}
 QUICK: dict[str, dict[str, Any]] = {
-    "fedgrec": {**QUICK_FEDGREC, "num_layers": 1}, "fedgrec-k0": QUICK_FEDGREC,
+    "fedgrec": {**QUICK_FEDGREC, "num_layers": 1},
+    "fedgrec-own": {**QUICK_FEDGREC, "num_layers": 1}, "fedgrec-k0": QUICK_FEDGREC,
     "lightgcn": {"rounds": 1, "eval_every": 1, "batch": 8192, "dim": 16},
     "pmf": {"rounds": 1, "eval_every": 1, "batch_size": 8192, "dim": 16},
     "fcf": {"rounds": 1, "eval_every": 1, "clients_per_round": 32, "dim": 16},
@@ -203,7 +211,7 @@ def label_of(method: str, runs: list[dict[str, Any]]) -> str:
     if not runs:
         return LABELS[method]
     cfg = runs[0]["config"]
-    if method == "fedgrec":
+    if method in ("fedgrec", "fedgrec-own"):
         return (f"{LABELS[method]} (K = {cfg['num_layers']}, refresh {cfg['refresh_period']}, "
                 f"dim {cfg['dim']})")
     if method == "lightgcn":
@@ -271,6 +279,12 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                       else "fewer than two seeds so far: no spread measured")
             lines.append(f"{ds}: the latent embeddings add {a - b:+.4f} Recall@20 over K = 0 "
                          f"({spread}).\n")
+        own, paper = (res.get(f"table/{ds}/{m}", []) for m in ("fedgrec-own", "fedgrec"))
+        shared = sorted({r["seed"] for r in own} & {r["seed"] for r in paper})
+        if shared:
+            gain = paired_recall_loss(own, [r for r in paper if r["seed"] in shared])
+            lines.append(f"{ds}: the own-edge gradient adds {gain:+.4f} Recall@20 over FedGRec "
+                         f"(mean over seeds {shared}, paired by seed).\n")
     lines.append("![accuracy](accuracy.png)\n")
 
     def bar_panel(ax: Any) -> None:

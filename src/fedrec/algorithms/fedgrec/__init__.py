@@ -29,7 +29,14 @@ A round (Steps 1-4 of the paper's Figure 1):
    (one propagation per layer, from the downloaded tables).
 3. It trains ``e_u^0`` and its own copy of the rows ``e_t^0`` of its positives and negatives
    for ``local_steps`` Adam steps (``lr``, a fresh optimizer each round) on its mean loss, every
-   latent embedding fixed.
+   latent embedding fixed. ``own_edge_gradient: true`` (not the paper's) recomputes the two
+   latent terms that depend on what the client trains, ``e_u^1 = sum_{t in N_u} e_t^0 /
+   sqrt(|N_u| |N_t|)`` from its copies of its item rows and, on its own items,
+   ``e_t^1 = latent^1_t + (e_u^0 - s_u^{0, sent}) / sqrt(|N_u| |N_t|)`` (the server's sum with
+   the client's share made current), so the gradient also takes LightGCN's layer-1 paths along
+   the client's own edges; at K = 1 it is LightGCN's gradient of the client's loss with every
+   other user's share as the server holds it. The loss at the first step, what is uploaded and
+   its form are unchanged.
 4. It uploads one dense vector ``[loss | delta e_t^0 (N x d) | rows trained (N) | latent
    deltas (K x N x d)]``: the change of its item rows, a 1 on every row it trained, and, in a
    *refresh round* (round ``r`` with ``(r - 1) % refresh_period == 0``), the change of its

@@ -231,9 +231,15 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         q_fixed = sum((tables.latent[k][at] for k in range(k_layers)),
                       torch.zeros_like(q0))
         dev = q0.device
-        u_fixed = sum(user_latent, torch.zeros(m, d, device=dev))
+        own = cfg.own_edge_gradient and k_layers > 0
+        # own_edge_gradient: e_u^1 and the positives' e_t^1 are recomputed from the client's
+        # own copies (their other terms stay fixed), so the gradient also takes LightGCN's
+        # layer-1 paths along the client's own edges.
+        u_fixed = sum(user_latent[1:] if own else user_latent, torch.zeros(m, d, device=dev))
         p = torch.stack([c.state["e0"] for c in ctxs]).to(q0.device).requires_grad_(True)
         q = q0.clone().requires_grad_(True)
+        if own:
+            sent0 = torch.stack([c.state["sent"][0] for c in ctxs]).to(q0)
         opt = torch.optim.Adam([p, q], lr=cfg.lr)
         alpha = 1.0 / (k_layers + 1)
         client_loss = torch.zeros(m, device=dev)
@@ -241,6 +247,9 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             opt.zero_grad()
             user = alpha * (p + u_fixed)
             item = alpha * (q + q_fixed)
+            if own:
+                user_1, item_1 = own_edge_layer1(p, q, sent0, rows.local, pair_of[:n_pos], w)
+                user, item = user + alpha * user_1, item + alpha * item_1
             per, per_local = self.per_row_loss(user, item, p, q, local, pair_of, n_pos)
             counts = torch.bincount(per_local, minlength=m).clamp(min=1).float()
             # Each client's mean loss; their sum has each client's own gradient.
@@ -346,6 +355,20 @@ def edge_weights(rows: CohortRows, tables: Tables, at: torch.Tensor) -> torch.Te
     deg_u = torch.from_numpy(rows.counts).double().to(at.device)[rows.local]
     prod = deg_u * tables.degrees[at].double()
     return torch.where(prod > 0, prod.clamp(min=1e-12).rsqrt(), torch.zeros(()))
+
+
+def own_edge_layer1(p: torch.Tensor, q: torch.Tensor, sent0: torch.Tensor, local: torch.Tensor,
+                    pos_pair: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The layer-1 terms that depend on what the clients train (``own_edge_gradient``): each
+    client's ``e_u^1 = sum_{t in N_u} w_ut q_t`` ([m, d], from its copies ``q`` of its item
+    rows) and, on each client's own item pairs, the change ``w_ut (e_u^0 - s_u^{0, sent})`` of
+    ``e_t^1`` from making its share of the server's sum current ([pairs, d], zero elsewhere).
+    ``local``/``pos_pair``/``w``: each positive's client, pair row and ``1 / sqrt(|N_u| |N_t|)``.
+    """
+    wt = w.to(q.dtype)[:, None]
+    user_1 = torch.zeros_like(p).index_add(0, local, wt * q[pos_pair])
+    item_1 = torch.zeros_like(q).index_add(0, pos_pair, wt * (p[local] - sent0[local]))
+    return user_1, item_1
 
 
 def propagate_to_users(rows: CohortRows, item_rows: torch.Tensor, w: torch.Tensor,

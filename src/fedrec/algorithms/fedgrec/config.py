@@ -30,6 +30,9 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
     lr: float = option(0.05, "client Adam learning rate (a fresh optimizer each round)")
     server_lr: float = option(1.0, "server step on e_t^0: each row moves by this times the "
                                    "mean update of the clients that trained it (1: FedAvg)")
+    own_edge_gradient: bool = option(False, "true: Step 3 differentiates e_u^1 and its items' "
+                                            "e_t^1 through its own e_u^0 and item rows (the "
+                                            "paper: every latent embedding fixed)")
     reg: float = option(1e-4, "L2 weight (times 1/2, per triple) on the layer-0 rows")
     loss: str = option("bpr", "bpr | mse (positives 1, sampled negatives 0)")
     num_negatives: int = option(1, "sampled negatives per positive per round")
