@@ -253,10 +253,11 @@ def messages(ds, cfg: FedGRecConfig, step: str, cohort: list[int], payload: dict
     return rt.broadcast(step, cohort, payload)
 
 
-def test_changing_one_clients_data_changes_only_its_messages(ml100k_60) -> None:
-    cfg = config(**SMALL)
+@pytest.mark.parametrize("own_edges", [False, True])
+def test_changing_one_clients_data_changes_only_its_messages(ml100k_60, own_edges) -> None:
+    cfg = config(**SMALL, own_edge_gradient=own_edges)
     target = 7
-    t, _ = trainer(ml100k_60, **SMALL)
+    t, _ = trainer(ml100k_60, **SMALL, own_edge_gradient=own_edges)
     t.job.server.warm_up(t.runtime)  # realistic tables to send
     cohort = list(range(20))
     n = secure_sum_request(len(cohort))
