@@ -186,6 +186,28 @@ def test_server_lr_scales_the_first_rounds_item_step(ml100k_60) -> None:
     assert torch.equal(steps[2.5][1], steps[1.0][1])
 
 
+def test_cosine_lr_schedule_values() -> None:
+    cfg = config(lr=0.05, lr_final=0.01, lr_schedule="cosine", rounds=5)
+    assert [cfg.client_lr(r) for r in (1, 3, 5, 9)] == pytest.approx([0.05, 0.03, 0.01, 0.01])
+    assert config(lr=0.05, rounds=5).client_lr(5) == 0.05  # constant: the default
+
+
+def test_cosine_lr_schedule_scales_the_clients_step(ml100k_60) -> None:
+    """Round 2 from the same round-1 state (round 1 is at lr in both runs): with one local Adam
+    step each client's item change is lr times its gradient's sign, so the rows' step in round
+    2 scales with the scheduled lr (0.01 against the constant 0.05)."""
+    steps = {}
+    for schedule in ("constant", "cosine"):
+        t, _ = trainer(ml100k_60, **{**SMALL, "local_steps": 1}, rounds=2, lr=0.05,
+                       lr_final=0.01, lr_schedule=schedule)
+        t.train_round(1)
+        before = t.job.server.item_emb.clone()
+        t.train_round(2)
+        steps[schedule] = t.job.server.item_emb - before
+    assert steps["constant"].abs().sum() > 0
+    torch.testing.assert_close(steps["cosine"], 0.2 * steps["constant"], rtol=1e-3, atol=1e-6)
+
+
 def test_own_edge_gradient_changes_the_step_not_the_loss(ml100k_60) -> None:
     """One local step from the same state: the loss (taken before the step) is the same with
     and without own_edge_gradient, since the client's own copies equal the downloaded rows
@@ -277,7 +299,8 @@ def test_changing_one_clients_data_changes_only_its_messages(ml100k_60, own_edge
 def test_bad_input_and_edge_cases(ml100k_60) -> None:
     for bad in ({"num_layers": -1}, {"refresh_period": -1}, {"download": "some"},
                 {"loss": "hinge"}, {"lr": 0.0}, {"local_steps": 0}, {"secagg_bits": 8},
-                {"plain_upload": "zip"}, {"plain_sum_part": -1}, {"server_lr": 0.0}):
+                {"plain_upload": "zip"}, {"plain_sum_part": -1}, {"server_lr": 0.0},
+                {"lr_schedule": "linear"}, {"lr_final": -0.01}):
         with pytest.raises(ConfigError):
             config(**bad)
     # K = 0: federated BPR-MF, no warm-up, no latent tables; uploads [loss | delta | rows].

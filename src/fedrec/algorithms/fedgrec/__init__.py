@@ -28,8 +28,9 @@ A round (Steps 1-4 of the paper's Figure 1):
 2. The client refreshes ``e_u^k = sum_{t in N_u} e_t^{k-1} / sqrt(|N_u| |N_t|)``, ``k = 1..K``
    (one propagation per layer, from the downloaded tables).
 3. It trains ``e_u^0`` and its own copy of the rows ``e_t^0`` of its positives and negatives
-   for ``local_steps`` Adam steps (``lr``, a fresh optimizer each round) on its mean loss, every
-   latent embedding fixed. ``own_edge_gradient: true`` (not the paper's) recomputes the two
+   for ``local_steps`` Adam steps (``lr``, a fresh optimizer each round; ``lr_schedule: cosine``
+   anneals it to ``lr_final`` over the run, :meth:`FedGRecConfig.client_lr`) on its mean loss,
+   every latent embedding fixed. ``own_edge_gradient: true`` (not the paper's) recomputes the two
    latent terms that depend on what the client trains, ``e_u^1 = sum_{t in N_u} e_t^0 /
    sqrt(|N_u| |N_t|)`` from its copies of its item rows and, on its own items,
    ``e_t^1 = latent^1_t + (e_u^0 - s_u^{0, sent}) / sqrt(|N_u| |N_t|)`` (the server's sum with

@@ -240,7 +240,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         q = q0.clone().requires_grad_(True)
         if own:
             sent0 = torch.stack([c.state["sent"][0] for c in ctxs]).to(q0)
-        opt = torch.optim.Adam([p, q], lr=cfg.lr)
+        opt = torch.optim.Adam([p, q], lr=cfg.client_lr(ctxs[0].round if m else 1))
         alpha = 1.0 / (k_layers + 1)
         client_loss = torch.zeros(m, device=dev)
         for _ in range(cfg.local_steps):

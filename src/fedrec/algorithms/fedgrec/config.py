@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
@@ -9,6 +10,7 @@ from fedrec.config import check_choice, check_range, option
 from fedrec.federation.secure_sum import PLAIN_FORMATS, SecureSumOptions
 
 LOSSES = ("bpr", "mse")
+LR_SCHEDULES = ("constant", "cosine")
 DOWNLOADS = ("full", "rows")
 
 
@@ -28,6 +30,9 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
                                      "(the lazy update; 0: never after the warm-up)")
     local_steps: int = option(10, "E: client Adam steps per round on e_u^0 and its item rows")
     lr: float = option(0.05, "client Adam learning rate (a fresh optimizer each round)")
+    lr_schedule: str = option("constant", "constant: lr every round | cosine: from lr in round "
+                                          "1 down to lr_final in the last round")
+    lr_final: float = option(0.005, "lr_schedule cosine: the client lr of the last round")
     server_lr: float = option(1.0, "server step on e_t^0: each row moves by this times the "
                                    "mean update of the clients that trained it (1: FedAvg)")
     own_edge_gradient: bool = option(False, "true: Step 3 differentiates e_u^1 and its items' "
@@ -55,7 +60,19 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
             check_range(name, getattr(self, name), 0)
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("server_lr", self.server_lr, 0.0, low_open=True)
+        check_range("lr_final", self.lr_final, 0.0)
+        check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_range("reg", self.reg, 0.0)
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)
         check_choice("plain_upload", self.plain_upload, PLAIN_FORMATS)
+
+    def client_lr(self, round_: int) -> float:
+        """The client's Adam lr in round ``round_`` (1-based): ``lr``, or with ``lr_schedule:
+        cosine`` ``lr_final + (lr - lr_final) (1 + cos(pi (r - 1) / (R - 1))) / 2`` over the
+        ``R = rounds`` rounds (``lr`` in round 1, ``lr_final`` in round R and after). The
+        schedule is public, like every option: it keys nothing private."""
+        if self.lr_schedule == "constant" or self.rounds <= 1:
+            return self.lr
+        progress = min(max(round_ - 1, 0) / (self.rounds - 1), 1.0)
+        return self.lr_final + (self.lr - self.lr_final) * (1 + math.cos(math.pi * progress)) / 2
