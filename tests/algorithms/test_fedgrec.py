@@ -9,12 +9,13 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fedgrec import FedGRecConfig, build_fedgrec_job
 from fedrec.algorithms.fedgrec.client import own_edge_layer1
 from fedrec.algorithms.fedgrec.steps import EVALUATE, TRAIN, WARMUP_DEGREES, WARMUP_LATENT
-from fedrec.algorithms.mf_common import SplitRanking
+from fedrec.algorithms.mf_common import SplitRanking, cohort_rows
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.config import build_config
 from fedrec.data import Interactions, RatingDataset
@@ -208,6 +209,56 @@ def test_cosine_lr_schedule_scales_the_clients_step(ml100k_60) -> None:
     torch.testing.assert_close(steps["cosine"], 0.2 * steps["constant"], rtol=1e-3, atol=1e-6)
 
 
+def test_user_fit_lowers_each_clients_loss_against_the_fixed_tables(ml100k_60) -> None:
+    """fit_users moves only e_u^0: every client's BPR loss of its positives against the tables
+    (all items but its own as negatives, exactly) falls, and fitting from the fitted vectors
+    again moves them less."""
+    t, cfg = trainer(ml100k_60, **SMALL)
+    run(t, 2)
+    client, srv = t.job.client_logic, t.job.server
+    ids = sorted(t.runtime.states)
+    ctxs = [t.runtime._context(c, EVALUATE) for c in ids]
+    rows = cohort_rows(ctxs, num_items=ml100k_60.num_items)
+    layers = [srv.item_emb.float(), *srv.latent.float()]
+    e0 = torch.stack([t.runtime.states[c]["e0"] for c in ids])
+    latent = torch.stack([t.runtime.states[c]["latent"].sum(0) for c in ids])
+    item = client.conv.combine(layers)
+    alpha = 1 / (cfg.num_layers + 1)
+
+    def loss(p: torch.Tensor) -> torch.Tensor:  # [m]: exact mean over (positive, negative)
+        scores = (alpha * (p + latent)) @ item.T
+        own = torch.zeros_like(scores, dtype=torch.bool)
+        own[rows.local, rows.items] = True
+        diff = scores[rows.local] - scores[rows.local, rows.items][:, None]
+        per_pos = F.softplus(diff).masked_fill(own[rows.local], 0).sum(1) / (~own).sum(1)[
+            rows.local]
+        return torch.zeros(len(ids)).index_add_(0, rows.local, per_pos) / torch.bincount(
+            rows.local, minlength=len(ids)).clamp(min=1)
+
+    fitted = client.fit_users(ctxs, rows, e0, latent, layers, 30, "test")
+    has_rows = torch.bincount(rows.local, minlength=len(ids)) > 0
+    assert bool((loss(fitted) < loss(e0))[has_rows].all())
+    again = client.fit_users(ctxs, rows, fitted, latent, layers, 30, "test")
+    assert (again - fitted).norm() < (fitted - e0).norm()
+    assert torch.equal(e0, torch.stack([t.runtime.states[c]["e0"] for c in ids]))  # no state
+
+
+def test_user_fit_before_ranking_leaves_the_training_unchanged(ml100k_60) -> None:
+    """user_fit_steps changes what an evaluation reports, not the clients' states or the
+    server's tables (evaluating does not train); user_fit_train_steps changes the training."""
+    plain, _ = trainer(ml100k_60, **SMALL)
+    fit, _ = trainer(ml100k_60, **SMALL, user_fit_steps=20)
+    run(plain, 2)
+    run(fit, 2)
+    assert torch.equal(plain.job.server.item_emb, fit.job.server.item_emb)
+    before = {c: s["e0"].clone() for c, s in fit.runtime.states.items()}
+    assert fit.evaluate("valid") != plain.evaluate("valid")
+    assert all(torch.equal(before[c], s["e0"]) for c, s in fit.runtime.states.items())
+    both, _ = trainer(ml100k_60, **SMALL, user_fit_train_steps=20)
+    run(both, 2)
+    assert not torch.equal(both.job.server.item_emb, plain.job.server.item_emb)
+
+
 def test_own_edge_gradient_changes_the_step_not_the_loss(ml100k_60) -> None:
     """One local step from the same state: the loss (taken before the step) is the same with
     and without own_edge_gradient, since the client's own copies equal the downloaded rows
@@ -275,11 +326,12 @@ def messages(ds, cfg: FedGRecConfig, step: str, cohort: list[int], payload: dict
     return rt.broadcast(step, cohort, payload)
 
 
-@pytest.mark.parametrize("own_edges", [False, True])
-def test_changing_one_clients_data_changes_only_its_messages(ml100k_60, own_edges) -> None:
-    cfg = config(**SMALL, own_edge_gradient=own_edges)
+@pytest.mark.parametrize("variant", [{}, {"own_edge_gradient": True},
+                                     {"user_fit_steps": 3, "user_fit_train_steps": 3}])
+def test_changing_one_clients_data_changes_only_its_messages(ml100k_60, variant) -> None:
+    cfg = config(**SMALL, **variant)
     target = 7
-    t, _ = trainer(ml100k_60, **SMALL, own_edge_gradient=own_edges)
+    t, _ = trainer(ml100k_60, **SMALL, **variant)
     t.job.server.warm_up(t.runtime)  # realistic tables to send
     cohort = list(range(20))
     n = secure_sum_request(len(cohort))
@@ -300,7 +352,8 @@ def test_bad_input_and_edge_cases(ml100k_60) -> None:
     for bad in ({"num_layers": -1}, {"refresh_period": -1}, {"download": "some"},
                 {"loss": "hinge"}, {"lr": 0.0}, {"local_steps": 0}, {"secagg_bits": 8},
                 {"plain_upload": "zip"}, {"plain_sum_part": -1}, {"server_lr": 0.0},
-                {"lr_schedule": "linear"}, {"lr_final": -0.01}):
+                {"lr_schedule": "linear"}, {"lr_final": -0.01}, {"user_fit_steps": -1},
+                {"user_fit_lr": 0.0}, {"user_fit_train_steps": 2, "download": "rows"}):
         with pytest.raises(ConfigError):
             config(**bad)
     # K = 0: federated BPR-MF, no warm-up, no latent tables; uploads [loss | delta | rows].

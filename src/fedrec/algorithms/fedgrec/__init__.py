@@ -37,7 +37,12 @@ A round (Steps 1-4 of the paper's Figure 1):
    the client's share made current), so the gradient also takes LightGCN's layer-1 paths along
    the client's own edges; at K = 1 it is LightGCN's gradient of the client's loss with every
    other user's share as the server holds it. The loss at the first step, what is uploaded and
-   its form are unchanged.
+   its form are unchanged. ``user_fit_train_steps: S`` (not the paper's) first fits ``e_u^0``
+   alone to the downloaded tables for ``S`` Adam steps (``user_fit_lr``; every item row and
+   latent embedding fixed; a fresh uniform negative per positive and step), then runs Step 3
+   from the fitted vector. Why: a Gowalla client is sampled about once an epoch and its
+   ``local_steps`` steps leave ``e_u^0`` far from its best fit to the current tables (a finished
+   run's users move by more than their own norm when fitted; ``docs/fedgrec.md``).
 4. It uploads one dense vector ``[loss | delta e_t^0 (N x d) | rows trained (N) | latent
    deltas (K x N x d)]``: the change of its item rows, a 1 on every row it trained, and, in a
    *refresh round* (round ``r`` with ``(r - 1) % refresh_period == 0``), the change of its
@@ -61,7 +66,9 @@ its next refreshes), so the tables stay the sums of what every client recorded a
 back to integers; the reported ``train_loss`` is the mean of ``min(loss, secagg_clip)``.
 ``refresh_period: 0`` keeps the warm-up's latent tables for the whole run. The latent user
 embeddings are refreshed (Step 2) whenever a client is sampled; evaluation ranks with them
-recomputed from the current tables.
+recomputed from the current tables (and, with ``user_fit_steps: S``, not the paper's, with
+``e_u^0`` fitted as above for ``S`` steps to the tables it downloaded for ranking; the fitted
+vector is used for that ranking only, never kept, so evaluating does not train).
 
 Every upload is a sum (``secure_aggregation: true``, the default: Bonawitz et al.'s secure sum,
 :mod:`fedrec.federation.secure_sum`; ``false``: a plain sum of the same clipped, fixed-point

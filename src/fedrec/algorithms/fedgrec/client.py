@@ -236,7 +236,12 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         # own copies (their other terms stay fixed), so the gradient also takes LightGCN's
         # layer-1 paths along the client's own edges.
         u_fixed = sum(user_latent[1:] if own else user_latent, torch.zeros(m, d, device=dev))
-        p = torch.stack([c.state["e0"] for c in ctxs]).to(q0.device).requires_grad_(True)
+        p = torch.stack([c.state["e0"] for c in ctxs]).to(q0.device)
+        if cfg.user_fit_train_steps:
+            p = self.fit_users(ctxs, rows, p, sum(user_latent, torch.zeros_like(p)),
+                               tables.item_layers(torch.arange(n_items, device=dev)),
+                               cfg.user_fit_train_steps, "fedgrec-user-fit-train")
+        p = p.requires_grad_(True)
         q = q0.clone().requires_grad_(True)
         if own:
             sent0 = torch.stack([c.state["sent"][0] for c in ctxs]).to(q0)
@@ -330,15 +335,59 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         and latent user embeddings propagated from the downloaded tables, not stored) against
         the items' (``alpha``-combined e_t^0..e_t^K) and reports its own metrics."""
         tables = full_tables(payload, ctxs[0].device)
-        rows = cohort_rows(ctxs)
+        rows = cohort_rows(ctxs, num_items=self.num_items if self.cfg.user_fit_steps else None)
         w = edge_weights(rows, tables, rows.items)
         item_layers = tables.item_layers(torch.arange(self.num_items, device=w.device))
         user_layers = [torch.stack([c.state["e0"] for c in ctxs]).to(w.device)]
         user_layers += [propagate_to_users(rows, item_layers[k][rows.items], w, len(ctxs))
                         for k in range(self.cfg.num_layers)]
+        if self.cfg.user_fit_steps:
+            user_layers[0] = self.fit_users(ctxs, rows, user_layers[0],
+                                            sum(user_layers[1:], torch.zeros_like(
+                                                user_layers[0])), item_layers,
+                                            self.cfg.user_fit_steps, "fedgrec-user-fit-rank")
         p = self.conv.combine(user_layers)
         q = self.conv.combine(item_layers)
         return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk, split=split_of(payload))
+
+    def fit_users(self, ctxs: Sequence[PartyContext], rows: CohortRows, e0: torch.Tensor,
+                  user_latent: torch.Tensor, item_layers: Sequence[torch.Tensor],
+                  steps: int, tag: str) -> torch.Tensor:
+        """Each client's ``e_u^0`` ([m, d]) fitted to the downloaded tables (``user_fit_steps``
+        before ranking, ``user_fit_train_steps`` before Step 3; not the paper's): ``steps`` Adam
+        steps (``user_fit_lr``, a fresh optimizer) on ``e_u^0``
+        alone, every item row and latent embedding fixed, on the client's mean BPR loss of its
+        training positives, each against a fresh uniform negative every step (keyed by its own
+        secret, the round, ``tag`` and the step), plus LightGCN's L2 on ``e_u^0``.
+        ``user_latent``: the sum of its latent user embeddings ``e_u^1..e_u^K``;
+        ``item_layers``: the whole tables ``[e_t^0, ..., e_t^K]``. A client trained only when
+        sampled (once an epoch on Gowalla) keeps an ``e_u^0`` fitted to the tables of that
+        round and limited by ``local_steps``; this brings it up to date with the current ones."""
+        cfg, m = self.cfg, len(ctxs)
+        n_pos = len(rows.items)
+        if n_pos == 0:
+            return e0
+        dev = e0.device
+        alpha = 1.0 / (cfg.num_layers + 1)
+        item = self.conv.combine(list(item_layers))
+        fixed = alpha * user_latent.detach()
+        seeds = cohort_seeds(ctxs, ctxs[0].round, tag).to(dev)[rows.local]
+        counts = torch.bincount(rows.local, minlength=m).clamp(min=1).to(item.dtype)
+        p = e0.detach().clone().requires_grad_(True)
+        opt = torch.optim.Adam([p], lr=cfg.user_fit_lr)
+        pos_item = item[rows.items]
+        for s in range(steps):
+            neg = sample_negatives(seeds, rows.users, rows.position * steps + s,
+                                   self.num_items, rows.keys)
+            user = (alpha * p + fixed)[rows.local]
+            x = (user * (pos_item - item[neg])).sum(-1)
+            per = torch.zeros(m, device=dev, dtype=x.dtype).index_add_(0, rows.local,
+                                                                       -F.logsigmoid(x))
+            loss = (per / counts).sum() + 0.5 * cfg.reg * p.square().sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return p.detach()
 
 
 def commit(state: dict[str, Any]) -> None:

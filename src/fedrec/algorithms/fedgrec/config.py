@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
 from fedrec.config import check_choice, check_range, option
+from fedrec.errors import ConfigError
 from fedrec.federation.secure_sum import PLAIN_FORMATS, SecureSumOptions
 
 LOSSES = ("bpr", "mse")
@@ -38,6 +39,12 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
     own_edge_gradient: bool = option(False, "true: Step 3 differentiates e_u^1 and its items' "
                                             "e_t^1 through its own e_u^0 and item rows (the "
                                             "paper: every latent embedding fixed)")
+    user_fit_steps: int = option(0, "before ranking, each client fits e_u^0 alone to the "
+                                    "downloaded tables for this many Adam steps (0: off; not "
+                                    "the paper's)")
+    user_fit_lr: float = option(0.05, "the Adam lr of that fit")
+    user_fit_train_steps: int = option(0, "the same fit before Step 3 of every round, this "
+                                          "many steps (0: off; needs download: full)")
     reg: float = option(1e-4, "L2 weight (times 1/2, per triple) on the layer-0 rows")
     loss: str = option("bpr", "bpr | mse (positives 1, sampled negatives 0)")
     num_negatives: int = option(1, "sampled negatives per positive per round")
@@ -61,6 +68,12 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("server_lr", self.server_lr, 0.0, low_open=True)
         check_range("lr_final", self.lr_final, 0.0)
+        check_range("user_fit_steps", self.user_fit_steps, 0)
+        check_range("user_fit_train_steps", self.user_fit_train_steps, 0)
+        check_range("user_fit_lr", self.user_fit_lr, 0.0, low_open=True)
+        if self.user_fit_train_steps and self.download != "full":
+            raise ConfigError("user_fit_train_steps needs download: full (the fit samples "
+                              "negatives from the whole catalogue)")
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_range("reg", self.reg, 0.0)
         check_choice("loss", self.loss, LOSSES)
