@@ -355,10 +355,10 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                   steps: int, tag: str) -> torch.Tensor:
         """Each client's ``e_u^0`` ([m, d]) fitted to the downloaded tables (``user_fit_steps``
         before ranking, ``user_fit_train_steps`` before Step 3; not the paper's): ``steps`` Adam
-        steps (``user_fit_lr``, a fresh optimizer) on ``e_u^0``
-        alone, every item row and latent embedding fixed, on the client's mean BPR loss of its
-        training positives, each against a fresh uniform negative every step (keyed by its own
-        secret, the round, ``tag`` and the step), plus LightGCN's L2 on ``e_u^0``.
+        steps (``user_fit_lr``, a fresh optimizer) on ``e_u^0`` alone, every item row and latent
+        embedding fixed, on the client's mean BPR loss of its training positives, each against
+        a fresh uniform negative every step (keyed by its own secret, the round, ``tag`` and the
+        step), plus LightGCN's L2 on ``e_u^0``.
         ``user_latent``: the sum of its latent user embeddings ``e_u^1..e_u^K``;
         ``item_layers``: the whole tables ``[e_t^0, ..., e_t^K]``. A client trained only when
         sampled (once an epoch on Gowalla) keeps an ``e_u^0`` fitted to the tables of that
