@@ -16,6 +16,7 @@ from fedrec.reproduce.fedgrec import (
     METHODS,
     QUICK_LAYERS,
     REFRESH,
+    paired_gain,
     paired_recall_loss,
     plan,
     round_bytes,
@@ -41,6 +42,10 @@ def test_full_plan_runs_every_setting_and_quick_a_shorter_subset() -> None:
         own, paper = (full[f"table/{ds}/{m}"] for m in ("fedgrec-own", "fedgrec"))
         assert own.algorithm == paper.algorithm == "fedgrec"
         assert own.overrides == {**paper.overrides, "own_edge_gradient": True}
+        fit = full[f"table/{ds}/fedgrec-fit"]
+        assert fit.algorithm == "fedgrec" and fit.overrides["own_edge_gradient"] is True
+        assert fit.overrides["user_fit_train_steps"] > 0 and fit.overrides["user_fit_steps"] > 0
+    assert full["table/gowalla/fedgrec-fit"].overrides["rounds"] == 300  # 10 epochs
     assert full["comm/secure"].overrides["secure_aggregation"] is True
     assert full["comm/plain"].overrides["secure_aggregation"] is False
     for p in DROPOUTS:
@@ -66,6 +71,18 @@ def test_round_bytes_splits_the_warm_up_from_refresh_and_plain_rounds() -> None:
     assert round_bytes(run, num_clients=100) == {
         "round 1 (warm-up)": (10.0, 20.0), "plain round": (3.0, 6.0),
         "refresh round": (7.0, 14.0)}
+
+
+def test_paired_gain_needs_a_shared_seed_and_the_same_schedule() -> None:
+    def run(seed: int, recall: float, rounds: int = 300) -> dict:
+        return {"seed": seed, "config": {"rounds": rounds},
+                "selection": {"round": 1, "test": {"Recall@20": recall}}}
+
+    base = [run(0, 0.30), run(1, 0.34)]
+    assert paired_gain([run(1, 0.36)], base) == (
+        "+0.0200 Recall@20 (mean over seeds [1], paired by seed)")
+    assert paired_gain([run(2, 0.36)], base) is None  # no shared seed
+    assert paired_gain([run(1, 0.36, rounds=2400)], base) is None  # 80 epochs against 10
 
 
 def test_dropout_cost_is_paired_by_seed() -> None:
