@@ -290,9 +290,13 @@ def load_once(monkeypatch):
     monkeypatch.setattr(node, "load_sliced", load_sliced)
 
 
-@pytest.mark.parametrize("secure", [True, False], ids=["secure", "plain"])
-def test_fedgrec_equals_simulator(tmp_path, ml100k_root, load_once, secure: bool) -> None:
-    settings = dict(FEDGREC, secure_aggregation=secure)
+@pytest.mark.parametrize(("secure", "extra"), [
+    (True, {}), (False, {}),
+    # Our user fit: each client's fit is its own rows' computation, whichever node hosts it.
+    (False, {"user_fit_train_steps": 3, "user_fit_steps": 3})], ids=["secure", "plain", "fit"])
+def test_fedgrec_equals_simulator(tmp_path, ml100k_root, load_once, secure: bool,
+                                  extra: dict) -> None:
+    settings = dict(FEDGREC, secure_aggregation=secure, **extra)
     res, grid = local_run(tmp_path, ml100k_root, "fedgrec", settings)
     sim = simulate("fedgrec", "ml-100k", data_dir=ml100k_root, overrides=settings,
                    max_users=USERS, client_secrets=SECRETS).to_json()
