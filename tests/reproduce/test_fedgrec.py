@@ -96,7 +96,7 @@ def test_dropout_cost_is_paired_by_seed() -> None:
     assert math.isnan(paired_recall_loss(reference, [run(5, 0.29)]))  # no shared seed
 
 
-@pytest.mark.slow  # a whole quick reproduction (11 runs)
+@pytest.mark.slow  # a whole quick reproduction (12 runs)
 def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, ml100k,
                                        one_thread_module) -> None:
     rc = main(["--data-dir", str(data_root), "reproduce", "fedgrec", "--quick", "--out",
