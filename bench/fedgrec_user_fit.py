@@ -20,26 +20,22 @@ import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import evaluate_splits
-from fedrec.algorithms.mf_common import cohort_rows
+from fedrec.algorithms.fedgrec.client import full_tables
 from fedrec.data import load_dataset
 from fedrec.federation.secrets import ClientSecrets
 
+CPU = torch.device("cpu")
 
-def fit_moved(trainer, steps: int) -> tuple[float, float]:
-    """Mean L2 distance the fit moves ``e_u^0`` and the users' mean norm before it."""
-    client, server, runtime = trainer.job.client_logic, trainer.job.server, trainer.runtime
+
+def fit_moved(trainer) -> tuple[float, float]:
+    """Mean L2 distance the fit before ranking (the trainer's ``user_fit_steps``) moves each
+    client's ``e_u^0``, and the users' mean norm before it."""
+    client, runtime = trainer.job.client_logic, trainer.runtime
     ids = sorted(runtime.states)
     ctxs = [runtime._context(c, "evaluate") for c in ids]
-    rows = cohort_rows(ctxs, num_items=client.num_items)
-    layers = [server.item_emb.float(), *server.latent.float()]
-    weights = (torch.from_numpy(rows.counts).double()[rows.local]
-               * server.degrees[rows.items].double()).clamp(min=1e-12).rsqrt().float()
-    latent = torch.zeros(len(ids), layers[0].shape[1])
-    for k in range(len(layers) - 1):
-        latent.index_add_(0, rows.local, weights[:, None] * layers[k][rows.items])
+    users, _ = client.ranking_layers(ctxs, full_tables(trainer.job.server.tables(), CPU))
     e0 = torch.stack([runtime.states[c]["e0"] for c in ids]).float()
-    fitted = client.fit_users(ctxs, rows, e0, latent, layers, steps, "fedgrec-user-fit-rank")
-    return float((fitted - e0).norm(dim=1).mean()), float(e0.norm(dim=1).mean())
+    return float((users[0] - e0).norm(dim=1).mean()), float(e0.norm(dim=1).mean())
 
 
 def main() -> None:
@@ -58,14 +54,14 @@ def main() -> None:
         steps, lr = setting.split(":")
         cfg = resolve_config("fedgrec", made["dataset"], overrides={
             **made["config"], "user_fit_steps": int(steps), "user_fit_lr": float(lr)})
-        trainer = get_algorithm("fedgrec").trainer(cfg, ds, torch.device("cpu"), secrets)
+        trainer = get_algorithm("fedgrec").trainer(cfg, ds, CPU, secrets)
         trainer.load_state_dict(ckpt["trainer"])
         start = time.perf_counter()
         metrics = evaluate_splits(trainer)
         shown = {k: round(v, 4) for k, v in metrics.items() if k.endswith("Recall@20")}
         moved = ""
         if args.moved and int(steps):
-            distance, norm = fit_moved(trainer, int(steps))
+            distance, norm = fit_moved(trainer)
             moved = f", users moved {distance:.2f} (mean norm {norm:.2f})"
         print(f"fit {steps} steps, lr {lr}: {shown}, "
               f"{time.perf_counter() - start:.0f} s{moved}", flush=True)

@@ -334,7 +334,17 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         """Each client ranks every item but its known ones with its representation (its e_u^0
         and latent user embeddings propagated from the downloaded tables, not stored) against
         the items' (``alpha``-combined e_t^0..e_t^K) and reports its own metrics."""
-        tables = full_tables(payload, ctxs[0].device)
+        user_layers, item_layers = self.ranking_layers(ctxs, full_tables(payload,
+                                                                          ctxs[0].device))
+        p = self.conv.combine(user_layers)
+        q = self.conv.combine(item_layers)
+        return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk, split=split_of(payload))
+
+    def ranking_layers(self, ctxs: Sequence[PartyContext],
+                       tables: Tables) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """``([e_u^0, ..., e_u^K], [e_t^0, ..., e_t^K])`` a cohort ranks with: its e_u^0 (fitted
+        to ``tables`` for ``user_fit_steps`` steps, never kept) and its latent user embeddings
+        propagated from ``tables`` (the whole downloaded tables), not stored."""
         rows = cohort_rows(ctxs, num_items=self.num_items if self.cfg.user_fit_steps else None)
         w = edge_weights(rows, tables, rows.items)
         item_layers = tables.item_layers(torch.arange(self.num_items, device=w.device))
@@ -346,9 +356,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                                             sum(user_layers[1:], torch.zeros_like(
                                                 user_layers[0])), item_layers,
                                             self.cfg.user_fit_steps, "fedgrec-user-fit-rank")
-        p = self.conv.combine(user_layers)
-        q = self.conv.combine(item_layers)
-        return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk, split=split_of(payload))
+        return user_layers, item_layers
 
     def fit_users(self, ctxs: Sequence[PartyContext], rows: CohortRows, e0: torch.Tensor,
                   user_latent: torch.Tensor, item_layers: Sequence[torch.Tensor],
