@@ -39,6 +39,22 @@ def test_every_sampler_learns_above_the_majority_class(cora, sampler: str) -> No
     assert metrics["val_accuracy"] > majority + 0.2
 
 
+def test_feras_network_learns_and_is_the_one_trained(cora) -> None:
+    # network=gcn-dense: Feras's two GCN layers and dense output layer (its upper bound).
+    cfg = resolve_config("saint-central", "cora",
+                         overrides={"sampler": "edge", "rounds": 8, "lr": 0.05, "presample": 50,
+                                    "network": "gcn-dense", "feature_dropout": 0.1})
+    trainer = build_saint_central(cfg, cora, CPU)
+    assert set(trainer.params) == {"w1", "b1", "w2", "b2", "w3", "b3"}
+    before = {k: v.detach().clone() for k, v in trainer.params.items()}
+    for rnd in range(1, cfg.rounds + 1):
+        trainer.train_round(rnd)
+    assert all(not torch.equal(before[k], v) for k, v in trainer.params.items())
+    labels = cora.y[cora.test_mask]
+    majority = np.bincount(labels).max() / len(labels)
+    assert evaluate_splits(trainer)["accuracy"] > majority + 0.2
+
+
 def test_the_loss_weights_make_the_training_loss_unbiased(cora) -> None:
     # sum over a subgraph's training nodes of 1 / (n_train p_v) has expectation 1.
     cfg = resolve_config("saint-central", "cora", overrides={"sampler": "rw", "presample": 200})
@@ -55,6 +71,8 @@ def test_bad_input_is_a_one_line_config_error(cora, ml100k) -> None:
     with pytest.raises(ConfigError, match="sampler must be one of node, edge, rw, mrw") as err:
         resolve_config("saint-central", "cora", overrides={"sampler": "forest-fire"})
     assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="network must be one of gcn, gcn-dense"):
+        resolve_config("saint-central", "cora", overrides={"network": "gat"})
     cfg = resolve_config("saint-central", "cora")
     with pytest.raises(ConfigError, match="needs a graph dataset"):
         build_saint_central(cfg, ml100k, CPU)

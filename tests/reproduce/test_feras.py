@@ -10,13 +10,21 @@ import pytest
 
 from fedrec.cli.main import main
 from fedrec.reproduce.feras import (
+    CENTRAL,
     HOSTS,
     METHODS,
+    NETWORK_DROPOUT,
+    NETWORK_HIDDEN,
     NOISES,
     PRIVATE,
     SAMPLERS,
+    TARGET_PRIVATE,
+    best_network,
     main_plan,
+    network_plan,
+    paired_differences,
     sampler_plan,
+    target_plan,
 )
 
 
@@ -33,6 +41,36 @@ def test_the_full_plan_covers_the_grid_and_quick_is_a_subset_of_it() -> None:
     assert len(sampler_plan((0,), quick=False)) == 2 * len(SAMPLERS)
     quick = {s.key for s in main_plan("rw", (0,), quick=True)}
     assert quick < keys
+    assert {f"central/{split}/{key}" for split in ("public", "random") for key, *_ in CENTRAL} \
+        <= keys
+    networks = network_plan("rw", (0, 1, 2), quick=False)
+    assert len(networks) == len(NETWORK_HIDDEN) * len(NETWORK_DROPOUT)
+    assert all(s.algorithm == "saint-central" and s.overrides["network"] == "gcn-dense"
+               for s in networks)
+    target = target_plan("rw", (128, 0.5), (0, 1, 2), quick=False)
+    assert len(target) == len(METHODS) * len(TARGET_PRIVATE) + 2
+    assert all(s.overrides["hidden"] == 128 and s.overrides["feature_dropout"] == 0.5
+               and s.overrides["sampler"] == "rw" for s in target)
+    assert {s.overrides.get("num_hosts") for s in target} == {4, None}
+
+
+def _run(seed: int, val: float, test: float) -> dict:
+    return {"seed": seed, "selection": {"select_on": "val_accuracy", "higher_is_better": True,
+                                        "round": 1, "val_accuracy": val,
+                                        "test": {"accuracy": test}},
+            "history": [{"round": 1, "eval": {"val_accuracy": val, "accuracy": test}}]}
+
+
+def test_the_network_is_chosen_on_mean_validation_and_differences_pair_by_seed() -> None:
+    res = {"network/h16-d0.1": [_run(0, 0.80, 0.10), _run(1, 0.74, 0.10)],
+           "network/h128-d0.5": [_run(0, 0.76, 0.99), _run(1, 0.76, 0.99)]}
+    assert best_network(res, quick=False) == (16, 0.1)  # validation 0.77 > 0.76; test unread
+    res["network/h16-d0.1"][1] = _run(1, 0.71, 0.10)  # 0.755 < 0.76
+    assert best_network(res, quick=False) == (128, 0.5)
+    assert best_network({}, quick=False) == (16, 0.1)
+    a = [_run(0, 0.0, 0.80), _run(1, 0.0, 0.70), _run(2, 0.0, 0.90)]
+    b = [_run(1, 0.0, 0.60), _run(0, 0.0, 0.75)]
+    assert paired_differences(a, b) == pytest.approx([0.05, 0.10])  # seed 2 has no pair
 
 
 @pytest.mark.slow  # a whole quick reproduction (22 runs, about a minute)
@@ -44,8 +82,12 @@ def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, cora,
     text = (tmp_path / "README.md").read_text()
     rows = [line for line in text.splitlines() if re.match(r"^\| (public|random) \| 2 \|", line)]
     assert len(rows) == 2  # one (N, pi) per split, every method measured
-    assert all(len(re.findall(r"\| \d\.\d{3} \(1\)", line)) == len(METHODS) + 3
+    assert all(len(re.findall(r"\| \d\.\d{3} \(1\)", line)) == len(METHODS) + 1 + len(CENTRAL)
                for line in rows), rows
+    target = [line for line in text.splitlines() if re.match(r"^\| 0\.5 \| 0\.250 \|", line)]
+    assert len(target) == 1  # every method, two paired differences, pi = 0, centralized
+    assert len(re.findall(r"\| [+-]?\d\.\d{3} \(1\)", target[0])) == len(METHODS) + 4, target
+    assert re.search(r"^\| 128 \(chosen\)|^\| 16 \(chosen\)", text, re.M)
     for sampler in SAMPLERS:
         assert re.search(rf"^\| {sampler} \| – \| \d\.\d{{3}} \(1\) \| \d\.\d{{3}} \(1\) \|$",
                          text, re.M), sampler

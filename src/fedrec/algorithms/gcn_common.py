@@ -36,7 +36,7 @@ from fedrec.data.sampling import (
 from fedrec.data.types import Dataset, GraphDataset, check_split
 from fedrec.errors import ConfigError
 from fedrec.metrics.classification import f1_micro
-from fedrec.models import gcn
+from fedrec.models import gcn, gcn_dense
 
 
 @dataclass
@@ -58,6 +58,9 @@ class GCNNodeConfig(RunConfig):
 
 
 SAINT_SAMPLERS = ("node", "edge", "rw", "mrw")
+#: The networks a centralized trainer can fit, by name: modules with ``init_params(num_features,
+#: hidden, num_classes, generator)`` and ``logits(params, adj, x, rate, generator)``.
+NETWORKS: dict[str, Any] = {"gcn": gcn, "gcn-dense": gcn_dense}
 
 
 @dataclass
@@ -105,23 +108,25 @@ def require_graph(dataset: Dataset, method: str) -> GraphDataset:
 
 
 class GCNNodeTrainer(CentralizedTrainer):
-    """The graph on ``device`` (row-normalised features, ``A_hat``, labels), the weights
-    initialised from ``(seed, method, "init")`` and their optimiser; subclasses train."""
+    """The graph on ``device`` (row-normalised features, ``A_hat``, labels), the weights of
+    the network ``network`` names (:data:`NETWORKS`) initialised from ``(seed, method,
+    "init")`` and their optimiser; subclasses train."""
 
     def __init__(self, cfg: GCNNodeConfig, dataset: Dataset, device: torch.device,
-                 method: str) -> None:
+                 method: str, network: str = "gcn") -> None:
         super().__init__()
         ds = require_graph(dataset, method)
         self.cfg = cfg
         self.ds = ds
         self.method = method
         self.device = device
+        self.net = NETWORKS[network]
         self.multilabel = bool(ds.multilabel)
         self.x = gcn.row_normalized(ds.x).to(device)
         self.adj = gcn.normalized_adjacency(ds.edge_index, ds.num_nodes).to(device)
         self.y = torch.from_numpy(np.asarray(ds.y, dtype=np.int64)).to(device)
         self.train_nodes = torch.from_numpy(np.flatnonzero(ds.train_mask)).to(device)
-        params = gcn.init_params(ds.num_features, cfg.hidden, ds.num_classes,
+        params = self.net.init_params(ds.num_features, cfg.hidden, ds.num_classes,
                                  torch_generator(cfg.seed, method, "init"))
         self.params = {k: v.to(device).requires_grad_(True) for k, v in params.items()}
         decayed = list(self.params) if cfg.decay_all_layers else ["w1"]
@@ -140,7 +145,7 @@ class GCNNodeTrainer(CentralizedTrainer):
         nodes = np.flatnonzero(mask)
         if not len(nodes):
             return {}
-        z = gcn.logits(self.params, self.adj, self.x)
+        z = self.net.logits(self.params, self.adj, self.x)
         pred = gcn.predict(z, self.multilabel).cpu().numpy()[nodes]
         truth = np.asarray(self.ds.y)[nodes]
         name = "f1_micro" if self.multilabel else "accuracy"  # equal on single-label nodes

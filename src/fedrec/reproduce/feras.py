@@ -14,18 +14,27 @@ seeds are also different splits):
    the two), GraphSAINT-SW (``share=weights``) and isolated hosts,
    each the mean over hosts of the hosts' test accuracy (F1-micro) at the validation-chosen
    round; beside them GraphSAINT-SW with no private node (pi = 0, per N: what federated
-   training costs by itself), centralized GraphSAINT (every attribute visible, the upper
-   bound) and full-batch centralized GCN, which do not depend on N and pi. Mean ± the
+   training costs by itself), centralized GraphSAINT with every attribute visible on Feras's
+   network (the upper bound: the same network and options) and on Kipf & Welling's two-layer
+   GCN, and full-batch centralized GCN, which do not depend on N and pi. Mean ± the
    half-width of the 95% confidence interval (Student's t) over ``--seeds`` runs.
-3. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
+3. **Feras's network on validation** (public split): centralized GraphSAINT with Feras's network
+   (``network=gcn-dense``, every attribute visible) for each width in :data:`NETWORK_HIDDEN`
+   and dropout rate in :data:`NETWORK_DROPOUT`; the pair with the highest mean validation
+   accuracy is the *chosen network* (the paper keeps "the hidden dimension the same across all
+   methods"; it gives none for Cora). Table 2's grid runs Feras's defaults; the **target
+   cells** (N = 4, pi in :data:`TARGET_PRIVATE`, the issue's) run again with the chosen
+   network for every method, beside GraphSAINT-SW at pi = 0 and centralized GraphSAINT with
+   it, with the paired-by-seed difference of each Feras variant over GraphSAINT-SW.
+4. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
    (:mod:`fedrec.attacks.attribute_inference`) with Gaussian noise of std ``sigma`` on the
    shared embeddings, sigma in :data:`NOISES`, for both share points (:data:`ATTACKED`): test
    accuracy beside the AUCs for private and public nodes.
 
-``--quick`` (CI) runs 1 seed, N = 2 and pi = 0.5 only (the attack too), one round of 2
-iterations per federated run (a weight average at the second) and a few epochs of the
-centralized ones, the isolated sampler comparison and two noise levels: it tests the pipeline,
-not the method.
+``--quick`` (CI) runs 1 seed, N = 2 and pi = 0.5 only (the attack and the target cells too),
+one round of 2 iterations per federated run (a weight average at the second) and a few epochs
+of the centralized ones, the isolated sampler comparison, two networks and two noise levels: it
+tests the pipeline, not the method.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from fedrec.algorithms.feras import FerasConfig
 from fedrec.reproduce.report import (
     ci95,
     finish_report,
@@ -66,7 +76,20 @@ SAMPLER_METHODS = ("feras", "isolated")
 #: The attack's share points: (key prefix, label, overrides).
 ATTACKED = (("attack", "H1 (p = 1)", {}),
             ("attack/projection", "X W1 (shared projections)", {"share_at": "projection"}))
-CENTRAL = (("saint-central", "centralized GraphSAINT"), ("gcn-central", "centralized GCN"))
+#: Feras's network, centralized: ``network=gcn-dense`` with Feras's width and dropout rate.
+FERAS_NETWORK = {"network": "gcn-dense", "hidden": FerasConfig.hidden,
+                 "feature_dropout": FerasConfig.feature_dropout}
+#: (key, algorithm, label, overrides) of the centralized models, every attribute visible.
+CENTRAL = (("saint-central-feras-net", "saint-central",
+            "centralized GraphSAINT, Feras's network", FERAS_NETWORK),
+           ("saint-central", "saint-central", "centralized GraphSAINT, 2-layer GCN", {}),
+           ("gcn-central", "gcn-central", "centralized GCN", {}))
+#: Feras's network's widths and dropout rates tried on validation (centralized GraphSAINT).
+NETWORK_HIDDEN = (16, 64, 128)
+NETWORK_DROPOUT = (0.1, 0.3, 0.5)
+#: The issue's target cells, run again with the chosen network: N = 4 and these pi.
+TARGET_HOSTS = 4
+TARGET_PRIVATE = (0.5, 0.8)
 NOISES = (0.0, 0.1, 0.3, 1.0)
 COMPARE = {"num_hosts": 4, "private_fraction": 0.5}  # the sampler comparison's and attack's
 METRIC = "accuracy"  # F1-micro on single-label Cora
@@ -117,6 +140,58 @@ def best_sampler(res: dict[str, list[dict[str, Any]]]) -> str:
     return max(scores, key=lambda k: (scores[k], -SAMPLERS.index(k))) if scores else SAMPLERS[0]
 
 
+def network_options(hidden: int, dropout: float) -> dict[str, Any]:
+    return {"hidden": hidden, "feature_dropout": dropout}
+
+
+def network_grid(quick: bool) -> list[tuple[int, float]]:
+    """The (width, dropout rate) pairs tried: --quick the two corners."""
+    pairs = [(h, d) for h in NETWORK_HIDDEN for d in NETWORK_DROPOUT]
+    return [pairs[0], pairs[-1]] if quick else pairs
+
+
+def network_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
+    """Centralized GraphSAINT on Feras's network for each pair of :func:`network_grid`."""
+    return [s for h, d in network_grid(quick)
+            for s in specs_of(f"network/h{h}-d{d}", "saint-central", "public",
+                              {**FERAS_NETWORK, **network_options(h, d), "sampler": sampler},
+                              seeds, quick)]
+
+
+def best_network(res: dict[str, list[dict[str, Any]]], quick: bool) -> tuple[int, float]:
+    """The pair whose runs have the highest mean validation accuracy (the first on a tie or
+    when none ran: Feras's defaults come first)."""
+    pairs = network_grid(quick)
+    scores = {}
+    for h, d in pairs:
+        vals = [sc[1] for r in res.get(f"network/h{h}-d{d}", [])
+                if (sc := validation_score(r)) is not None]
+        if vals:
+            scores[(h, d)] = float(np.mean(vals))
+    return max(scores, key=lambda k: (scores[k], -pairs.index(k))) if scores else pairs[0]
+
+
+def target_private(quick: bool) -> tuple[float, ...]:
+    return TARGET_PRIVATE[:1] if quick else TARGET_PRIVATE
+
+
+def target_plan(sampler: str, network: tuple[int, float], seeds: tuple[int, ...],
+                quick: bool) -> list[RunSpec]:
+    """The target cells, GraphSAINT-SW at pi = 0 and centralized GraphSAINT on the chosen
+    network (public split)."""
+    net = {**network_options(*network), "sampler": sampler}
+    hosts = HOSTS[0] if quick else TARGET_HOSTS
+    out = [s for key, _, method in METHODS for pi in target_private(quick)
+           for s in specs_of(f"target/{key}/N{hosts}-pi{pi}", "feras", "public",
+                             {"num_hosts": hosts, "private_fraction": pi, **method, **net},
+                             seeds, quick)]
+    out += specs_of(f"target/{ALL_VISIBLE[0]}/N{hosts}", "feras", "public",
+                    {"num_hosts": hosts, **ALL_VISIBLE[2], **net}, seeds, quick)
+    out += specs_of("target/saint-central-feras-net", "saint-central", "public",
+                    {**FERAS_NETWORK, **net}, seeds, quick)
+    return out
+
+
 def main_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
     splits, hosts, private, noises = grid(quick)
     out: list[RunSpec] = []
@@ -130,9 +205,10 @@ def main_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec
         out += [s for n in hosts
                 for s in specs_of(f"table/{split}/{key}/N{n}", "feras", split,
                                   {"num_hosts": n, **method, "sampler": sampler}, seeds, quick)]
-        out += specs_of(f"central/{split}/saint-central", "saint-central", split,
-                        {"sampler": sampler}, seeds, quick)
-        out += specs_of(f"central/{split}/gcn-central", "gcn-central", split, {}, seeds, quick)
+        for key, algorithm, _, overrides in CENTRAL:
+            extra = {"sampler": sampler} if algorithm == "saint-central" else {}
+            out += specs_of(f"central/{split}/{key}", algorithm, split, {**overrides, **extra},
+                            seeds, quick)
     quick_attack = {"num_hosts": 2, "attack_targets": 50} if quick else {}  # the costly runs
     out += [s for prefix, _, shared in ATTACKED for sigma in noises
             for s in specs_of(f"{prefix}/noise-{sigma}", "feras", "public",
@@ -152,10 +228,10 @@ def _plot_kappa(out: Path, res: dict[str, list[dict[str, Any]]], quick: bool) ->
                 ys = [ci95(metric(res.get(f"table/{split}/{key}/N{n}-pi{pi}", []), METRIC))[0]
                       for _, n, pi in cells]
                 ax.plot(xs, ys, "o-", label=label)
-            for key, label in CENTRAL:
+            for (key, _, label, _), color in zip(CENTRAL, ("grey", "silver", "black"),
+                                                 strict=True):
                 y = ci95(metric(res.get(f"central/{split}/{key}", []), METRIC))[0]
-                ax.axhline(y, linestyle="--", linewidth=1, label=label, color=
-                           "black" if key == "gcn-central" else "grey")
+                ax.axhline(y, linestyle="--", linewidth=1, label=label, color=color)
             ax.set_xlabel("kappa (share of nodes a host cannot see)")
             ax.set_ylabel("test accuracy (F1-micro), mean over hosts")
             ax.set_title(f"{split} split")
@@ -165,8 +241,56 @@ def _plot_kappa(out: Path, res: dict[str, list[dict[str, Any]]], quick: bool) ->
     plot(out / "f1_vs_kappa.png", [panel(s) for s in splits], "Feras on Cora")
 
 
+def paired_differences(runs: list[dict[str, Any]], base: list[dict[str, Any]]) -> list[float]:
+    """Test accuracy of each seed's run in ``runs`` minus the same seed's in ``base`` (seeds
+    only one of them has are left out)."""
+    by_seed = {r["seed"]: metric([r], METRIC) for r in base}
+    return [a[0] - b[0] for r in runs if (a := metric([r], METRIC))
+            and (b := by_seed.get(r["seed"]))]
+
+
+def _network_section(res: dict[str, list[dict[str, Any]]], network: tuple[int, float],
+                     quick: bool) -> list[str]:
+    hosts = HOSTS[0] if quick else TARGET_HOSTS
+    lines = ["## Feras's network chosen on validation (public split)\n",
+             "Centralized GraphSAINT on Feras's network (two GCN layers of `hidden` units and "
+             "a dense output layer, `network=gcn-dense`), every attribute visible: validation "
+             "and test accuracy at each run's validation-chosen round. The pair with the "
+             "highest mean validation accuracy is chosen; test accuracy is never read to "
+             "choose.\n"]
+    rows = []
+    for h, d in network_grid(quick):
+        runs = res.get(f"network/h{h}-d{d}", [])
+        val = [sc[1] for r in runs if (sc := validation_score(r)) is not None]
+        mark = " (chosen)" if (h, d) == network else ""
+        rows.append([f"{h}{mark}", str(d), fmt_ci(val), fmt_ci(metric(runs, METRIC))])
+    lines.append(markdown_table(["hidden", "dropout", "validation", "test"], rows))
+    h, d = network
+    lines.append(f"## Target cells on the chosen network (public split, N = {hosts}, "
+                 f"hidden {h}, dropout {d})\n")
+    lines.append("Every method on the chosen network (test accuracy, mean over hosts, 95% CI); "
+                 "`- SW` is the difference to GraphSAINT-SW paired by seed (mean ± 95% CI of "
+                 "the per-seed differences).\n")
+    sw = "sw"
+    central = res.get("target/saint-central-feras-net", [])
+    visible = res.get(f"target/{ALL_VISIBLE[0]}/N{hosts}", [])
+    trows = []
+    for pi in target_private(quick):
+        cell = {key: res.get(f"target/{key}/N{hosts}-pi{pi}", []) for key, _, _ in METHODS}
+        diffs = [paired_differences(cell[key], cell[sw]) for key, _, _ in METHODS[:2]]
+        trows.append([str(pi), f"{kappa(hosts, pi):.3f}",
+                      *(fmt_ci(metric(cell[key], METRIC)) for key, _, _ in METHODS),
+                      *(fmt_ci(dd, signed=True) for dd in diffs),
+                      fmt_ci(metric(visible, METRIC)), fmt_ci(metric(central, METRIC))])
+    lines.append(markdown_table(
+        ["pi", "kappa", *(label for _, label, _ in METHODS),
+         *(f"{label} - SW" for _, label, _ in METHODS[:2]), ALL_VISIBLE[1],
+         "centralized GraphSAINT, Feras's network"], trows))
+    return lines
+
+
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
-                 sampler: str, quick: bool) -> Path:
+                 sampler: str, network: tuple[int, float], quick: bool) -> Path:
     splits, hosts, private, noises = grid(quick)
     lines = ["# Feras reproduction (`fedrec reproduce feras" + (" --quick" if quick else "")
              + "`)\n",
@@ -198,11 +322,11 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
          "GraphSAINT samplers, isolated hosts (Cora, N = 4, pi = 0.5)")
 
     headers = ["split", "N", "pi", "kappa", *(label for _, label, _ in METHODS),
-               ALL_VISIBLE[1], *(label for _, label in CENTRAL)]
+               ALL_VISIBLE[1], *(label for _, _, label, _ in CENTRAL)]
     rows = []
     for split in splits:
         central = [fmt_ci(metric(res.get(f"central/{split}/{key}", []), METRIC))
-                   for key, _ in CENTRAL]
+                   for key, _, _, _ in CENTRAL]
         for n in hosts:
             for pi in private:
                 cells = [fmt_ci(metric(res.get(f"table/{split}/{key}/N{n}-pi{pi}", []), METRIC))
@@ -215,6 +339,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     lines.append(markdown_table(headers, rows))
     lines.append("![F1 against kappa](f1_vs_kappa.png)\n")
     _plot_kappa(out, res, quick)
+    lines += _network_section(res, network, quick)
 
     lines.append("## Attribute inference by the AS (public split, pi = 0.5, N = "
                  f"{2 if quick else 4})\n")
@@ -270,7 +395,10 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
     kwargs = dict(data_dir=data_dir, device=device, progress=progress, run_missing=run_missing)
     first = sampler_plan(chosen, quick)
     sampler = best_sampler(run_all(first, out, **kwargs))
-    specs = first + main_plan(sampler, chosen, quick)
-    # Once more over all: the comparison's runs load from disk, and a table cell whose
+    networks = network_plan(sampler, chosen, quick)
+    network = best_network(run_all(networks, out, **kwargs), quick)
+    specs = (first + networks + main_plan(sampler, chosen, quick)
+             + target_plan(sampler, network, chosen, quick))
+    # Once more over all: the choices' runs load from disk, and a table cell whose
     # configuration equals one of them reuses it instead of running again.
-    return write_report(out, specs, run_all(specs, out, **kwargs), sampler, quick)
+    return write_report(out, specs, run_all(specs, out, **kwargs), sampler, network, quick)

@@ -127,14 +127,16 @@ def ci95(values: Sequence[float]) -> tuple[float, float]:
     return float(arr.mean()), half
 
 
-def fmt_ci(values: Sequence[float], digits: int = 3) -> str:
-    """``mean ± half-width of the 95% CI (n)``; ``mean (1)`` for one value, ``–`` for none."""
+def fmt_ci(values: Sequence[float], digits: int = 3, signed: bool = False) -> str:
+    """``mean ± half-width of the 95% CI (n)``; ``mean (1)`` for one value, ``–`` for none;
+    ``signed``: the mean with its sign (a difference)."""
     if not values:
         return "–"
     m, half = ci95(values)
+    mean = f"{m:+.{digits}f}" if signed else f"{m:.{digits}f}"
     if half != half:  # one run: no interval
-        return f"{m:.{digits}f} ({len(values)})"
-    return f"{m:.{digits}f} ± {half:.{digits}f} ({len(values)})"
+        return f"{mean} ({len(values)})"
+    return f"{mean} ± {half:.{digits}f} ({len(values)})"
 
 
 def plot(path: Path, panels: Sequence[Callable[[Any], None]], title: str) -> None:

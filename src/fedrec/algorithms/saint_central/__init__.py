@@ -1,7 +1,10 @@
 """saint-central: centralized GraphSAINT (Zeng et al., ICLR 2020) with every attribute visible,
 the upper bound of Feras's comparison.
 
-The model is :mod:`fedrec.models.gcn`'s two-layer GCN; training is minibatch, one subgraph per
+The model is :mod:`fedrec.models.gcn`'s two-layer GCN, or with ``network=gcn-dense``
+:mod:`fedrec.models.gcn_dense`'s two GCN layers and a dense output layer (Feras's network: its
+paper keeps "the hidden dimension the same across all methods", so that is the upper bound with
+Feras's ``hidden`` and ``feature_dropout``); training is minibatch, one subgraph per
 Adam step, drawn from the *whole* graph (transductive, as Feras's sampler: the labels of the
 non-training nodes are never read) by the sampler ``sampler`` names
 (:mod:`fedrec.data.sampling`):
@@ -34,12 +37,13 @@ import torch
 
 from fedrec.algorithms.base import AlgorithmSpec
 from fedrec.algorithms.gcn_common import (
+    NETWORKS,
     SAINT_SAMPLERS,
     GCNNodeTrainer,
     SaintSamplerConfig,
     make_saint_sampler,
 )
-from fedrec.config import check_range, option
+from fedrec.config import check_choice, check_range, option
 from fedrec.core.rng import torch_generator
 from fedrec.data.sampling import CsrGraph, Sampler, estimate_normalization
 from fedrec.data.types import Dataset
@@ -57,10 +61,13 @@ class SaintCentralConfig(SaintSamplerConfig):
     eval_every: int = option(1)
     subgraphs_per_round: int = option(0, "Adam steps per round (0: cover |V| nodes once on "
                                          "average)")
+    network: str = option("gcn", "gcn: two GCN layers (Kipf & Welling's); gcn-dense: two GCN "
+                                 "layers of hidden units and a dense output layer (Feras's)")
 
     def validate(self) -> None:
         super().validate()
         check_range("subgraphs_per_round", self.subgraphs_per_round, 0)
+        check_choice("network", self.network, tuple(NETWORKS))
 
 
 def make_sampler(cfg: SaintCentralConfig, graph: CsrGraph) -> Sampler:
@@ -70,7 +77,7 @@ def make_sampler(cfg: SaintCentralConfig, graph: CsrGraph) -> Sampler:
 
 class SaintCentralTrainer(GCNNodeTrainer):
     def __init__(self, cfg: SaintCentralConfig, dataset: Dataset, device: torch.device) -> None:
-        super().__init__(cfg, dataset, device, NAME)
+        super().__init__(cfg, dataset, device, NAME, cfg.network)
         self.cfg: SaintCentralConfig = cfg
         self.graph = CsrGraph.from_edge_index(self.ds.edge_index, self.ds.num_nodes).to(device)
         self.sampler = make_sampler(cfg, self.graph)
@@ -91,7 +98,7 @@ class SaintCentralTrainer(GCNNodeTrainer):
             sub = self.sampler.sample(gen)
             train = torch.nonzero(self.is_train[sub.nodes]).squeeze(1)  # local ids
             adj = gcn.subgraph_adjacency(sub, self.graph.degree, self.alpha)
-            z = gcn.logits(self.params, adj, self.x[sub.nodes], self.cfg.feature_dropout, gen)
+            z = self.net.logits(self.params, adj, self.x[sub.nodes], self.cfg.feature_dropout, gen)
             nodes = sub.nodes[train]
             losses = gcn.node_losses(z[train], self.y[nodes], self.multilabel)
             loss = (losses * self.loss_weight[nodes]).sum()
