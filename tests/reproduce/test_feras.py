@@ -48,7 +48,10 @@ def test_the_full_plan_covers_the_grid_and_quick_is_a_subset_of_it() -> None:
     assert all(s.algorithm == "saint-central" and s.overrides["network"] == "gcn-dense"
                for s in networks)
     target = target_plan("rw", (128, 0.5), (0, 1, 2), quick=False)
-    assert len(target) == len(METHODS) * len(TARGET_PRIVATE) + 2
+    # the methods at each pi, SW at pi = 0, centralized, the attack (2 share points x 2 noises)
+    assert len(target) == len(METHODS) * len(TARGET_PRIVATE) + 2 + 4
+    assert {s.key for s in target if s.overrides.get("attack")} == {
+        f"target/{p}/noise-{n}" for p in ("attack", "attack/projection") for n in (0.0, 0.1)}
     assert all(s.overrides["hidden"] == 128 and s.overrides["feature_dropout"] == 0.5
                and s.overrides["sampler"] == "rw" for s in target)
     assert {s.overrides.get("num_hosts") for s in target} == {4, None}
@@ -93,7 +96,8 @@ def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, cora,
                          text, re.M), sampler
     attack = [line for line in text.splitlines()
               if re.match(r"^\| (H1|X W1)[^|]* \| (0\.0|1\.0) \| ", line)]
-    assert len(attack) == 4 and all(len(re.findall(r"\d\.\d{3} \(1\)", a)) == 7 for a in attack)
+    # the attack table's 4 rows and the chosen network's 2 (sigma 0 only, --quick)
+    assert len(attack) == 6 and all(len(re.findall(r"\d\.\d{3} \(1\)", a)) == 7 for a in attack)
     for png in ("samplers", "f1_vs_kappa", "attack"):
         assert (tmp_path / f"{png}.png").read_bytes()[:4] == b"\x89PNG"
     run = json.loads((tmp_path / "runs/table/random/feras/N2-pi0.5/seed-0/results.json")

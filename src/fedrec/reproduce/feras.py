@@ -25,7 +25,8 @@ seeds are also different splits):
    methods"; it gives none for Cora). Table 2's grid runs Feras's defaults; the **target
    cells** (N = 4, pi in :data:`TARGET_PRIVATE`, the issue's) run again with the chosen
    network for every method, beside GraphSAINT-SW at pi = 0 and centralized GraphSAINT with
-   it, with the paired-by-seed difference of each Feras variant over GraphSAINT-SW.
+   it, with the paired-by-seed difference of each Feras variant over GraphSAINT-SW, and the
+   attack (below) on it without noise and with sigma 0.1.
 4. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
    (:mod:`fedrec.attacks.attribute_inference`) with Gaussian noise of std ``sigma`` on the
    shared embeddings, sigma in :data:`NOISES`, for both share points (:data:`ATTACKED`): test
@@ -175,6 +176,11 @@ def target_private(quick: bool) -> tuple[float, ...]:
     return TARGET_PRIVATE[:1] if quick else TARGET_PRIVATE
 
 
+def target_noises(quick: bool) -> tuple[float, ...]:
+    """The attack's noise levels on the chosen network: none and the cheap defence."""
+    return NOISES[:1] if quick else NOISES[:2]
+
+
 def target_plan(sampler: str, network: tuple[int, float], seeds: tuple[int, ...],
                 quick: bool) -> list[RunSpec]:
     """The target cells, GraphSAINT-SW at pi = 0 and centralized GraphSAINT on the chosen
@@ -189,7 +195,7 @@ def target_plan(sampler: str, network: tuple[int, float], seeds: tuple[int, ...]
                     {"num_hosts": hosts, **ALL_VISIBLE[2], **net}, seeds, quick)
     out += specs_of("target/saint-central-feras-net", "saint-central", "public",
                     {**FERAS_NETWORK, **net}, seeds, quick)
-    return out
+    return out + attack_plan("target/", net, target_noises(quick), seeds, quick)
 
 
 def main_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
@@ -209,12 +215,40 @@ def main_plan(sampler: str, seeds: tuple[int, ...], quick: bool) -> list[RunSpec
             extra = {"sampler": sampler} if algorithm == "saint-central" else {}
             out += specs_of(f"central/{split}/{key}", algorithm, split, {**overrides, **extra},
                             seeds, quick)
+    return out + attack_plan("", {"sampler": sampler}, noises, seeds, quick)
+
+
+def attack_plan(prefix: str, options: dict[str, Any], noises: tuple[float, ...],
+                seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
+    """The attack runs (both share points, each noise level) at :data:`COMPARE` with
+    ``options``, keyed ``{prefix}{share point's key}/noise-{sigma}``."""
     quick_attack = {"num_hosts": 2, "attack_targets": 50} if quick else {}  # the costly runs
-    out += [s for prefix, _, shared in ATTACKED for sigma in noises
-            for s in specs_of(f"{prefix}/noise-{sigma}", "feras", "public",
-                              {**COMPARE, **shared, "sampler": sampler, "attack": True,
+    return [s for key, _, shared in ATTACKED for sigma in noises
+            for s in specs_of(f"{prefix}{key}/noise-{sigma}", "feras", "public",
+                              {**COMPARE, **shared, **options, "attack": True,
                                "embedding_noise": sigma, **quick_attack}, seeds, quick)]
-    return out
+
+
+def attack_rows(res: dict[str, list[dict[str, Any]]], prefix: str, noises: tuple[float, ...]
+                ) -> tuple[list[str], list[list[str]], dict[str, list[tuple[float, ...]]]]:
+    """The attack table's headers and rows for the runs keyed by :func:`attack_plan`, and per
+    share point the (sigma, accuracy, private inversion AUC, private decoder AUC) means."""
+    auc_keys = [(kind, rule) for kind in ("private", "public")
+                for rule in ("inversion", "decoder", "prior")]
+    rows, pts = [], {}
+    for key, shared, _ in ATTACKED:
+        for sigma in noises:
+            runs = res.get(f"{prefix}{key}/noise-{sigma}", [])
+            acc = metric(runs, METRIC)
+            aucs = {k: metric(runs, f"attack_auc_{k[0]}_{k[1]}") for k in auc_keys}
+            rows.append([shared, str(sigma), fmt_ci(acc),
+                         *(fmt_ci(aucs[k]) for k in auc_keys)])
+            pts.setdefault(shared, []).append(
+                (sigma, ci95(acc)[0], ci95(aucs[("private", "inversion")])[0],
+                 ci95(aucs[("private", "decoder")])[0]))
+    headers = ["shared", "noise sigma", "test accuracy",
+               *(f"AUC {kind} {rule}" for kind, rule in auc_keys)]
+    return headers, rows, pts
 
 
 def _plot_kappa(out: Path, res: dict[str, list[dict[str, Any]]], quick: bool) -> None:
@@ -286,6 +320,10 @@ def _network_section(res: dict[str, list[dict[str, Any]]], network: tuple[int, f
         ["pi", "kappa", *(label for _, label, _ in METHODS),
          *(f"{label} - SW" for _, label, _ in METHODS[:2]), ALL_VISIBLE[1],
          "centralized GraphSAINT, Feras's network"], trows))
+    lines.append(f"The AS's attribute inference on the chosen network (N = {hosts}, pi = 0.5; "
+                 "columns as in the attack section below):\n")
+    headers, arows, _ = attack_rows(res, "target/", target_noises(quick))
+    lines.append(markdown_table(headers, arows))
     return lines
 
 
@@ -347,21 +385,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                  "`inversion` knows no attribute, `decoder` knows the public nodes' attributes, "
                  "`prior` is their word frequencies (threat model: "
                  "`fedrec.attacks.attribute_inference`).\n")
-    arows, pts = [], {}
-    auc_keys = [(kind, rule) for kind in ("private", "public")
-                for rule in ("inversion", "decoder", "prior")]
-    for prefix, shared, _ in ATTACKED:
-        for sigma in noises:
-            runs = res.get(f"{prefix}/noise-{sigma}", [])
-            acc = metric(runs, METRIC)
-            aucs = {k: metric(runs, f"attack_auc_{k[0]}_{k[1]}") for k in auc_keys}
-            arows.append([shared, str(sigma), fmt_ci(acc),
-                          *(fmt_ci(aucs[k]) for k in auc_keys)])
-            pts.setdefault(shared, []).append(
-                (sigma, ci95(acc)[0], ci95(aucs[("private", "inversion")])[0],
-                 ci95(aucs[("private", "decoder")])[0]))
-    lines.append(markdown_table(["shared", "noise sigma", "test accuracy",
-                                 *(f"AUC {kind} {rule}" for kind, rule in auc_keys)], arows))
+    headers, arows, pts = attack_rows(res, "", noises)
+    lines.append(markdown_table(headers, arows))
     lines.append("![attack](attack.png)\n")
     xs = [str(sigma) for sigma in noises]
 
