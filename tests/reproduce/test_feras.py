@@ -18,6 +18,7 @@ from fedrec.reproduce.feras import (
     NOISES,
     PRIVATE,
     SAMPLERS,
+    TARGET_COMPARED,
     TARGET_METHODS,
     TARGET_PRIVATE,
     best_network,
@@ -49,10 +50,12 @@ def test_the_full_plan_covers_the_grid_and_quick_is_a_subset_of_it() -> None:
     assert all(s.algorithm == "saint-central" and s.overrides["network"] == "gcn-dense"
                for s in networks)
     target = target_plan("rw", (128, 0.5), (0, 1, 2), quick=False)
-    # the methods at each pi, SW at pi = 0, centralized, the attack (2 share points x 2 noises)
-    assert len(target) == len(TARGET_METHODS) * len(TARGET_PRIVATE) + 2 + 4
+    # the methods at each pi, SW at pi = 0, centralized, the attack (2 share points x 3 noises)
+    assert len(target) == len(TARGET_METHODS) * len(TARGET_PRIVATE) + 2 + 6
     assert {s.key for s in target if s.overrides.get("attack")} == {
-        f"target/{p}/noise-{n}" for p in ("attack", "attack/projection") for n in (0.0, 0.1)}
+        f"target/{p}/noise-{n}" for p in ("attack", "attack/projection") for n in (0.0, 0.03, 0.1)}
+    defended = [s for s in target if s.key.startswith("target/feras-projection-noise0.03/")]
+    assert [s.overrides["embedding_noise"] for s in defended] == [0.03, 0.03]
     assert all(s.overrides["hidden"] == 128 and s.overrides["feature_dropout"] == 0.5
                and s.overrides["sampler"] == "rw" for s in target)
     assert {s.overrides.get("num_hosts") for s in target} == {4, None}
@@ -90,9 +93,9 @@ def test_quick_writes_tables_and_plots(tmp_path: Path, data_root: Path, cora,
                for line in rows), rows
     target = [line for line in text.splitlines() if re.match(r"^\| 0\.5 \| 0\.250 \|", line)]
     assert len(target) == 1  # every method, two paired differences, pi = 0, centralized
-    # 5 methods, three paired differences, pi = 0, centralized
-    assert len(re.findall(r"\| [+-]?\d\.\d{3} \(1\)", target[0])) == len(TARGET_METHODS) + 5, \
-        target
+    # every method, a paired difference per Feras variant, pi = 0, centralized
+    assert len(re.findall(r"\| [+-]?\d\.\d{3} \(1\)", target[0])) == \
+        len(TARGET_METHODS) + len(TARGET_COMPARED) + 2, target
     assert re.search(r"^\| 128 \(chosen\)|^\| 16 \(chosen\)", text, re.M)
     for sampler in SAMPLERS:
         assert re.search(rf"^\| {sampler} \| – \| \d\.\d{{3}} \(1\) \| \d\.\d{{3}} \(1\) \|$",

@@ -24,10 +24,10 @@ seeds are also different splits):
    accuracy is the *chosen network* (the paper keeps "the hidden dimension the same across all
    methods"; it gives none for Cora). Table 2's grid runs Feras's defaults; the **target
    cells** (N = 4, pi in :data:`TARGET_PRIVATE`, the issue's) run again with the chosen
-   network for every method and for shared projections with noise sigma 0.1 (the attack's
-   cheap defence), beside GraphSAINT-SW at pi = 0 and centralized GraphSAINT with it, with the
-   paired-by-seed difference of each Feras variant over GraphSAINT-SW, and the attack (below)
-   on it without noise and with sigma 0.1.
+   network for every method and for shared projections with noise sigma in
+   :data:`TARGET_DEFENCES` (the attack's cheap defence), beside GraphSAINT-SW at pi = 0 and
+   centralized GraphSAINT with it, with the paired-by-seed difference of each Feras variant
+   over GraphSAINT-SW, and the attack (below) on it without noise and with each defence.
 4. **Attack** (public split, N = 4, pi = 0.5): the AS's attribute-inference attack
    (:mod:`fedrec.attacks.attribute_inference`) with Gaussian noise of std ``sigma`` on the
    shared embeddings, sigma in :data:`NOISES`, for both share points (:data:`ATTACKED`): test
@@ -92,13 +92,16 @@ NETWORK_DROPOUT = (0.1, 0.3, 0.5)
 #: The issue's target cells, run again with the chosen network: N = 4 and these pi.
 TARGET_HOSTS = 4
 TARGET_PRIVATE = (0.5, 0.8)
-#: The target cells' methods: :data:`METHODS` (the first two are Feras's variants, compared with
-#: SW) and shared projections with the attack table's cheap defence, noise sigma 0.1.
+#: The cheap defence's noise levels (std of the Gaussian noise on every shared value) tried on
+#: the target cells and in the attack on the chosen network.
+TARGET_DEFENCES = (0.03, 0.1)
+#: The target cells' methods: :data:`METHODS` and shared projections with each defence; the
+#: Feras variants (:data:`TARGET_COMPARED`) are compared with SW.
 TARGET_METHODS = (*METHODS[:2],
-                  ("feras-projection-noise0.1", "Feras, shared projections, noise 0.1",
-                   {**METHODS[1][2], "embedding_noise": 0.1}),
+                  *((f"feras-projection-noise{sigma}", f"Feras, shared projections, noise {sigma}",
+                     {**METHODS[1][2], "embedding_noise": sigma}) for sigma in TARGET_DEFENCES),
                   *METHODS[2:])
-TARGET_COMPARED = ("feras", "feras-projection", "feras-projection-noise0.1")
+TARGET_COMPARED = tuple(key for key, _, _ in TARGET_METHODS if key.startswith("feras"))
 NOISES = (0.0, 0.1, 0.3, 1.0)
 COMPARE = {"num_hosts": 4, "private_fraction": 0.5}  # the sampler comparison's and attack's
 METRIC = "accuracy"  # F1-micro on single-label Cora
@@ -185,8 +188,8 @@ def target_private(quick: bool) -> tuple[float, ...]:
 
 
 def target_noises(quick: bool) -> tuple[float, ...]:
-    """The attack's noise levels on the chosen network: none and the cheap defence."""
-    return NOISES[:1] if quick else NOISES[:2]
+    """The attack's noise levels on the chosen network: none and each defence."""
+    return NOISES[:1] if quick else (NOISES[0], *TARGET_DEFENCES)
 
 
 def target_plan(sampler: str, network: tuple[int, float], seeds: tuple[int, ...],
