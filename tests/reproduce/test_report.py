@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from fedrec.reproduce.report import (
     at_selected_round,
     best_test_metric,
     metric,
+    paired_differences,
     selected_rounds,
 )
 
@@ -37,3 +40,14 @@ def test_a_run_without_a_validation_split_reports_its_last_round() -> None:
     run = _run([0.95, 0.90], [1.00, 0.97], chosen=None)
     assert metric([run], "rmse") == [0.97] and selected_rounds([run]) == "–"
     assert metric([], "rmse") == [] and best_test_metric([], "rmse", False) == []
+
+
+def test_paired_differences_pair_by_seed_at_the_chosen_round() -> None:
+    def seeded(seed: int, test: list[float], chosen: int) -> dict[str, Any]:
+        return {**_run([0.9] * len(test), test, chosen), "seed": seed}
+
+    runs = [seeded(0, [0.5, 0.80], 2), seeded(1, [0.70, 0.1], 1), seeded(2, [0.90], 1)]
+    base = [seeded(1, [0.60], 1), seeded(0, [0.75, 0.0], 1)]
+    # seed 0: 0.80 (round 2) - 0.75 (round 1); seed 1: 0.70 - 0.60; seed 2 has no pair
+    assert paired_differences(runs, base, "rmse") == pytest.approx([0.05, 0.10])
+    assert paired_differences(runs, [], "rmse") == []

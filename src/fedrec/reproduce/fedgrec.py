@@ -42,8 +42,11 @@ the method, in under a minute on 2 cores.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fedrec.algorithms.fedgrec import FedGRecConfig
 from fedrec.config import build_config
@@ -56,6 +59,7 @@ from fedrec.reproduce.report import (
     markdown_table,
     mean_std,
     metric,
+    paired_differences,
     plot,
     selected_rounds,
 )
@@ -203,7 +207,7 @@ def paired_gain(variant: list[dict[str, Any]], base: list[dict[str, Any]]) -> st
     if not shared or {r["config"]["rounds"] for r in variant + base
                       if r["seed"] in shared} != {variant[0]["config"]["rounds"]}:
         return None
-    gain = paired_recall_loss(variant, [r for r in base if r["seed"] in shared])
+    gain = paired_recall_loss(variant, base)
     return f"{gain:+.4f} Recall@20 (mean over seeds {shared}, paired by seed)"
 
 
@@ -252,11 +256,11 @@ def _recall(runs: list[dict[str, Any]]) -> float:
 
 
 def paired_recall_loss(reference: list[dict[str, Any]], runs: list[dict[str, Any]]) -> float:
-    """Mean test Recall@20 of ``reference``'s runs of the seeds ``runs`` has, minus that of
-    ``runs``: paired by seed, so the spread between seeds is not counted as a cost (NaN when
-    no seed is shared)."""
-    seeds = {r["seed"] for r in runs}
-    return _recall([r for r in reference if r["seed"] in seeds]) - _recall(runs)
+    """Mean over the seeds both have of ``reference``'s test Recall@20 minus ``runs``'s: paired
+    by seed, so the spread between seeds is not counted as a cost (NaN when no seed is
+    shared)."""
+    diffs = paired_differences(reference, runs, "Recall@20")
+    return float(np.mean(diffs)) if diffs else math.nan
 
 
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],

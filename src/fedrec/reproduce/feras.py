@@ -53,9 +53,10 @@ from fedrec.reproduce.report import (
     fmt_ci,
     markdown_table,
     metric,
+    paired_differences,
     plot,
 )
-from fedrec.reproduce.runner import RunMissing, RunSpec, run_all, validation_score
+from fedrec.reproduce.runner import RunMissing, RunSpec, run_all, validation_values
 
 DATASET = "cora"
 SPLITS = ("public", "random")
@@ -145,8 +146,7 @@ def best_sampler(res: dict[str, list[dict[str, Any]]]) -> str:
     :data:`SAMPLERS` on a tie or when none ran)."""
     scores = {}
     for sampler in SAMPLERS:
-        vals = [sc[1] for r in res.get(f"sampler/isolated/{sampler}", [])
-                if (sc := validation_score(r)) is not None]
+        vals = validation_values(res.get(f"sampler/isolated/{sampler}", []))
         if vals:
             scores[sampler] = float(np.mean(vals))
     return max(scores, key=lambda k: (scores[k], -SAMPLERS.index(k))) if scores else SAMPLERS[0]
@@ -176,8 +176,7 @@ def best_network(res: dict[str, list[dict[str, Any]]], quick: bool) -> tuple[int
     pairs = network_grid(quick)
     scores = {}
     for h, d in pairs:
-        vals = [sc[1] for r in res.get(f"network/h{h}-d{d}", [])
-                if (sc := validation_score(r)) is not None]
+        vals = validation_values(res.get(f"network/h{h}-d{d}", []))
         if vals:
             scores[(h, d)] = float(np.mean(vals))
     return max(scores, key=lambda k: (scores[k], -pairs.index(k))) if scores else pairs[0]
@@ -286,14 +285,6 @@ def _plot_kappa(out: Path, res: dict[str, list[dict[str, Any]]], quick: bool) ->
     plot(out / "f1_vs_kappa.png", [panel(s) for s in splits], "Feras on Cora")
 
 
-def paired_differences(runs: list[dict[str, Any]], base: list[dict[str, Any]]) -> list[float]:
-    """Test accuracy of each seed's run in ``runs`` minus the same seed's in ``base`` (seeds
-    only one of them has are left out)."""
-    by_seed = {r["seed"]: metric([r], METRIC) for r in base}
-    return [a[0] - b[0] for r in runs if (a := metric([r], METRIC))
-            and (b := by_seed.get(r["seed"]))]
-
-
 def _network_section(res: dict[str, list[dict[str, Any]]], network: tuple[int, float],
                      quick: bool) -> list[str]:
     hosts = HOSTS[0] if quick else TARGET_HOSTS
@@ -306,7 +297,7 @@ def _network_section(res: dict[str, list[dict[str, Any]]], network: tuple[int, f
     rows = []
     for h, d in network_grid(quick):
         runs = res.get(f"network/h{h}-d{d}", [])
-        val = [sc[1] for r in runs if (sc := validation_score(r)) is not None]
+        val = validation_values(runs)
         mark = " (chosen)" if (h, d) == network else ""
         rows.append([f"{h}{mark}", str(d), fmt_ci(val), fmt_ci(metric(runs, METRIC))])
     lines.append(markdown_table(["hidden", "dropout", "validation", "test"], rows))
@@ -322,7 +313,7 @@ def _network_section(res: dict[str, list[dict[str, Any]]], network: tuple[int, f
     for pi in target_private(quick):
         cell = {key: res.get(f"target/{key}/N{hosts}-pi{pi}", [])
                 for key, _, _ in TARGET_METHODS}
-        diffs = [paired_differences(cell[key], cell["sw"]) for key in TARGET_COMPARED]
+        diffs = [paired_differences(cell[key], cell["sw"], METRIC) for key in TARGET_COMPARED]
         trows.append([str(pi), f"{kappa(hosts, pi):.3f}",
                       *(fmt_ci(metric(cell[key], METRIC)) for key, _, _ in TARGET_METHODS),
                       *(fmt_ci(dd, signed=True) for dd in diffs),
@@ -358,8 +349,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     for sampler_name in SAMPLERS:
         cells = [fmt_ci(metric(res.get(f"sampler/{key}/{sampler_name}", []), METRIC))
                  for key in SAMPLER_METHODS]
-        val = [sc[1] for r in res.get(f"sampler/isolated/{sampler_name}", [])
-               if (sc := validation_score(r)) is not None]
+        val = validation_values(res.get(f"sampler/isolated/{sampler_name}", []))
         srows.append([sampler_name, *cells, fmt_ci(val)])
         bars.append(ci95(metric(res.get(f"sampler/isolated/{sampler_name}", []), METRIC))[0])
     lines.append(markdown_table(["sampler", "Feras test", "isolated test",

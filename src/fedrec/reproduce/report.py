@@ -33,6 +33,15 @@ def metric(runs: Results, name: str) -> list[float]:
     return [float(m[name]) for m in map(at_selected_round, runs) if name in m]
 
 
+def paired_differences(runs: Results, base: Results, name: str) -> list[float]:
+    """``name`` of each seed's run in ``runs`` minus the same seed's in ``base``, at their
+    validation-chosen rounds (seeds only one of them has, or without the metric, left out):
+    paired by seed, so the spread between seeds is not counted as a difference."""
+    by_seed = {r["seed"]: metric([r], name) for r in base}
+    return [a[0] - b[0] for r in runs if (a := metric([r], name))
+            and (b := by_seed.get(r["seed"]))]
+
+
 def best_test_metric(runs: Results, name: str, higher_is_better: bool) -> list[float]:
     """Each seed's best *test* ``name`` over its evaluated rounds: what choosing the round on
     the test set would report. Not a result: its distance from :func:`metric` measures the

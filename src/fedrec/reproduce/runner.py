@@ -175,6 +175,11 @@ def validation_score(run: dict[str, Any]) -> tuple[str, float, bool] | None:
     return sel["select_on"], float(sel[sel["select_on"]]), bool(sel["higher_is_better"])
 
 
+def validation_values(runs: Sequence[dict[str, Any]]) -> list[float]:
+    """The validation figure of each run that has a selected round (:func:`validation_score`)."""
+    return [sc[1] for r in runs if (sc := validation_score(r)) is not None]
+
+
 def choose_on_validation(cands: Candidates, out: Path, before: Sequence[RunSpec] = (),
                          **run_kwargs: Any) -> Choice:
     """Run every candidate's trial (resumable, as :func:`run_all`) and choose on validation.
