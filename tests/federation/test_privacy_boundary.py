@@ -546,3 +546,20 @@ def test_fed_mvmf_changing_one_users_data_changes_only_its_messages(
     assert len(others) >= 5
     for sender in others:
         assert before[sender] == after[sender], sender
+
+
+@pytest.mark.parametrize("algorithm", ["fcf", "fedgnn"])
+def test_dp_aggregate_only_the_changed_client_differs(ml100k: RatingDataset,
+                                                      algorithm: str) -> None:
+    """The DP aggregate's uploads (clipped, randomly rounded and Skellam-noised from the client's
+    own secret; unmasked here so that they can be compared): other ratings for one client change
+    only that client's vector. The same items keep FedGNN's padded chunks as they were."""
+    cls = FedGNNConfig if algorithm == "fedgnn" else FCFConfig
+    cfg = build_config(cls, algorithm, "ml-100k", overrides={
+        "dim": 8, "dp": "distributed", "dp_masking": False, "noise_multiplier": 1.0,
+        "clients_per_round": 100, "rounds": 20})
+    target = 42
+    rows = ml100k.train.users == target
+    changed = with_user_rows(ml100k, target, ml100k.train.items[rows],
+                             6.0 - ml100k.train.values[rows])
+    assert_only_target_changed(ml100k, changed, cfg, target, frozenset({"train"}))

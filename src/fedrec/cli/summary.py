@@ -46,7 +46,10 @@ def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
     from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
 
     eps, how = run_epsilon(privacy)
-    if eps is None:
+    released = privacy.get("epsilon_released_model")  # a DP aggregate's second threat
+    if eps is None and released is not None:
+        rows = [("epsilon against the server", f"none: {privacy.get('guarantee')}")]
+    elif eps is None:
         what = (privacy.get("protection") or privacy.get("leakage") or privacy.get("note")
                 or "none stated")  # the last two: results.json written before "protection"
         rows = [("privacy", f"{NO_GUARANTEE}: {what}")]
@@ -57,6 +60,8 @@ def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
         upload = per_upload_epsilon(privacy)  # an old report's "epsilon_per_upload" is not it
         if upload is not None:
             rows.append(("epsilon per upload", f"{upload:.4g}"))
+    if released is not None:
+        rows.append(("epsilon against the released model only", f"{released:.4g}"))
     parts = [("", privacy)] + [(f"{k.replace('_', ' ')}: ", v) for k, v in privacy.items()
                                if isinstance(v, Mapping)]
     for label, part in parts:

@@ -22,6 +22,10 @@ SERVER = "server"
 #: The role cohorts are sampled from (:meth:`~fedrec.federation.runtime.Runtime.sample_clients`).
 CLIENT = "client"
 THIRD_PARTY = "third_party"
+#: Whoever runs a simulation and measures it, not a party of the protocol: in a DP run the
+#: evaluation requests come from and the replies go to the experimenter, never the server
+#: (:mod:`fedrec.federation.dp_sum`).
+EXPERIMENTER = "experimenter"
 AGGREGATOR = "aggregator"
 
 

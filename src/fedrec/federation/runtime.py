@@ -38,7 +38,7 @@ from fedrec.core.rng import derive_seed, numpy_rng
 from fedrec.errors import ConfigError
 from fedrec.federation.checkpoint import pack_states, unpack_states
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.federation.message import CLIENT, SERVER, Message, PartyId, role_of
+from fedrec.federation.message import CLIENT, EXPERIMENTER, SERVER, Message, PartyId, role_of
 from fedrec.federation.secrets import ClientSecrets, PartySecret
 from fedrec.federation.steps import DeclaredStep, collect_steps, undeclared
 
@@ -193,6 +193,7 @@ class Runtime(ABC):
     ledger: CommunicationLedger
     observers: list[Observer]  # shown every delivered message (what an attack sees)
     round: int = 0
+    seed: int = 0  # the run's public seed: client sampling
     #: The orchestrator's own secret, for the server's draws that other services must not
     #: predict (FedGNN's expansion key): no client's or service's secret derives from it.
     server_secret: PartySecret
@@ -222,6 +223,10 @@ class Runtime(ABC):
               broadcast: bool) -> dict[PartyId, Payload]:
         """:meth:`call`; ``broadcast``: every request is the same one payload."""
 
+    def sample_poisson(self, rate: float) -> list[PartyId]:
+        """This round's Poisson cohort (:func:`poisson_cohort`) from the run's public seed."""
+        return poisson_cohort(self.client_ids, rate, self.seed, self.round)
+
     @abstractmethod
     def sample_clients(self, count: int, among: Sequence[PartyId] | None = None
                        ) -> list[PartyId]:
@@ -244,6 +249,20 @@ def sample_cohort(client_ids: Sequence[PartyId], count: int, seed: int,
         return list(client_ids)
     rng = numpy_rng(seed, rnd, "sample")
     return [client_ids[i] for i in sorted(rng.choice(n, count, replace=False).tolist())]
+
+
+def poisson_cohort(client_ids: Sequence[PartyId], rate: float, seed: int,
+                   rnd: int) -> list[PartyId]:
+    """Round ``rnd``'s Poisson cohort: each of ``client_ids`` independently with probability
+    ``rate``, from the run ``seed`` (in the order of ``client_ids``). The sampler of a DP run:
+    the accountant's amplification by sampling assumes exactly this draw
+    (:mod:`fedrec.privacy.user_level`)."""
+    if not 0.0 < rate <= 1.0:
+        raise ConfigError(f"Poisson sampling rate must be in (0, 1], got {rate}")
+    if rate == 1.0:
+        return list(client_ids)
+    keep = numpy_rng(seed, rnd, "poisson-sample").random(len(client_ids)) < rate
+    return [c for c, k in zip(client_ids, keep.tolist(), strict=True) if k]
 
 
 def cohort_chunks(sizes: np.ndarray, budget: int, waste: float = 1.5) -> list[np.ndarray]:
@@ -334,7 +353,7 @@ class InProcessRuntime(Runtime):
 
     def role(self, party: PartyId) -> str:
         """The role of ``party`` (the server's, a declared party's, an undeclared id's)."""
-        return SERVER if party == SERVER else self._party(party).role
+        return party if party in (SERVER, EXPERIMENTER) else self._party(party).role
 
     def begin_round(self, rnd: int) -> None:
         """Draw this round's dropouts: each client drops with probability ``dropout``; a dropped

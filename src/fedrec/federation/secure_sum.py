@@ -95,6 +95,7 @@ __all__ = [
     "SparseUpload",
     "plain_message",
     "protection_text",
+    "requested_cohort",
     "run_secure_sum",
     "secure_sum_config",
     "secure_sum_request",
@@ -196,10 +197,11 @@ class SecureSumOptions(RunConfig):
         validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
                                     **variant_of(self))
 
-    def sum_config(self, dim: int, cohort: int) -> SecAggConfig:
-        """:func:`secure_sum_config` of a sum of ``dim`` floats over ``cohort`` clients."""
+    def sum_config(self, dim: int, cohort: int, preencoded: bool = False) -> SecAggConfig:
+        """:func:`secure_sum_config` of a sum of ``dim`` floats (``preencoded``: ring
+        elements) over ``cohort`` clients."""
         return secure_sum_config(dim, cohort, self.secagg_threshold, self.secagg_clip,
-                                 self.secagg_bits, **variant_of(self))
+                                 self.secagg_bits, **variant_of(self), preencoded=preencoded)
 
     def sum_client(self) -> SecureSumClient:
         """A client's half of the sums these options describe."""
@@ -209,18 +211,21 @@ class SecureSumOptions(RunConfig):
 
 def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,
                       modulus_bits: int, *, variant: str = "bonawitz", corrupt: float = 0.05,
-                      dropout: float = 0.1) -> SecAggConfig:
+                      dropout: float = 0.1, preencoded: bool = False) -> SecAggConfig:
     """The public parameters of one sum: server and clients derive the same from the same
     options (the clients from their own config, not from the server's word). SecAgg+ gives a
     :class:`~fedrec.privacy.secagg_plus.SecAggPlusConfig` (degree and threshold from
-    ``corrupt`` and ``dropout``)."""
+    ``corrupt`` and ``dropout``). ``preencoded``: the inputs are ring elements already and the
+    sum stays in the ring (:class:`~fedrec.privacy.fixedpoint.RingIdentity`; distributed DP)."""
     check_choice("secagg_variant", variant, VARIANTS)
     if variant == "secagg+":
         if cohort < 2:
             raise ProtocolError(f"secure aggregation needs at least 2 clients, got {cohort}")
-        return secaggplus_config(dim, cohort, corrupt, dropout, clip, modulus_bits)
+        return secaggplus_config(dim, cohort, corrupt, dropout, clip, modulus_bits,
+                                 preencoded=preencoded)
     return SecAggConfig(dim=dim, threshold=threshold_count(cohort, threshold),
-                        max_clients=cohort, clip=clip, modulus_bits=modulus_bits)
+                        max_clients=cohort, clip=clip, modulus_bits=modulus_bits,
+                        preencoded=preencoded)
 
 
 def protection_text(variant: str, threshold: float, corrupt: float) -> str:
@@ -237,6 +242,13 @@ def protection_text(variant: str, threshold: float, corrupt: float) -> str:
 def secure_sum_request(cohort: int) -> Payload:
     """What the server adds to the request of the step that ends with ``advertise``."""
     return {REQUEST_KEY: int(cohort)}
+
+
+def requested_cohort(ctx: PartyContext, request: Payload) -> int:
+    """The cohort size a :func:`secure_sum_request` names."""
+    if REQUEST_KEY not in request:
+        raise ProtocolError(f"client {ctx.party}: request names no secure-sum cohort")
+    return int(request[REQUEST_KEY])
 
 
 PLAIN_FORMATS = ("dense", "sparse")
@@ -303,30 +315,33 @@ class SecureSumClient:
     def client_type(self) -> type[SecAggClient]:
         return SecAggPlusClient if self.variant == "secagg+" else SecAggClient
 
-    def config_for(self, ctx: PartyContext, size: int, request: Payload) -> SecAggConfig:
-        """The public parameters of a sum of ``size`` floats over the cohort ``request`` names
-        (:func:`secure_sum_request`), from this client's own options."""
-        if REQUEST_KEY not in request:
-            raise ProtocolError(f"client {ctx.party}: request names no secure-sum cohort")
-        return secure_sum_config(size, int(request[REQUEST_KEY]), self.threshold, self.clip,
-                                 self.modulus_bits, variant=self.variant, corrupt=self.corrupt,
-                                 dropout=self.dropout)
+    def config_for(self, ctx: PartyContext, size: int, request: Payload,
+                   preencoded: bool = False) -> SecAggConfig:
+        """The public parameters of a sum of ``size`` floats (``preencoded``: ring elements)
+        over the cohort ``request`` names (:func:`secure_sum_request`), from this client's own
+        options."""
+        return secure_sum_config(size, requested_cohort(ctx, request), self.threshold,
+                                 self.clip, self.modulus_bits, variant=self.variant,
+                                 corrupt=self.corrupt, dropout=self.dropout,
+                                 preencoded=preencoded)
 
     def plain(self, ctx: PartyContext, x: np.ndarray | SparseUpload, request: Payload,
-              form: str = "dense") -> Payload:
+              form: str = "dense", *, preencoded: bool = False) -> Payload:
         """The plain-sum upload of ``x`` (:func:`plain_message`): what :meth:`advertise` and
         the masking step would send masked, for runs without secure aggregation."""
         size = x.size if isinstance(x, SparseUpload) else int(np.size(x))
-        return plain_message(x, self.config_for(ctx, size, request), form)
+        return plain_message(x, self.config_for(ctx, size, request, preencoded), form)
 
     def advertise(self, ctx: PartyContext, x: np.ndarray | SparseUpload,
-                  request: Payload) -> Payload:
-        """Step 1: keep ``x`` (this client's input) for the masking step; return the public
-        keys. ``request`` is the step's request holding :func:`secure_sum_request`."""
+                  request: Payload, *, preencoded: bool = False) -> Payload:
+        """Step 1: keep ``x`` (this client's input; ``preencoded``: already a ring element) for
+        the masking step; return the public keys. ``request`` is the step's request holding
+        :func:`secure_sum_request`."""
         if isinstance(x, SparseUpload):
             x = x.dense()
-        x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).ravel())
-        cfg = self.config_for(ctx, x.size, request)
+        x = np.ascontiguousarray(np.asarray(x) if preencoded
+                                 else np.asarray(x, dtype=np.float64).ravel())
+        cfg = self.config_for(ctx, x.size, request, preencoded)
         client = self.client_type(int(ctx.party), cfg, self.rand_factory(ctx.party))
         keys = client.advertise_keys()
         self._save(ctx, client, x)

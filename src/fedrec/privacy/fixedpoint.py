@@ -23,7 +23,7 @@ import numpy as np
 
 from fedrec.errors import ConfigError
 
-__all__ = ["FixedPointEncoder"]
+__all__ = ["FixedPointEncoder", "RingIdentity"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +90,33 @@ class FixedPointEncoder:
         half = 1 << (self.modulus_bits - 1)
         signed = np.where(signed >= half, signed - (1 << self.modulus_bits), signed)
         return signed.astype(np.float64) / self.scale
+
+
+@dataclass(frozen=True)
+class RingIdentity:
+    """The encoding of inputs already in ``Z_{2^k}`` (a distributed-DP client's rounded and noised
+    vector, :mod:`fedrec.privacy.skellam`): ``encode`` checks and copies, ``decode`` returns the
+    reduced ring element itself (the caller decodes)."""
+
+    modulus_bits: int = 32
+
+    def __post_init__(self) -> None:
+        if self.modulus_bits not in (32, 64):
+            raise ConfigError(f"a pre-encoded ring must have 32 or 64 bits, got "
+                              f"{self.modulus_bits}")
+
+    @property
+    def dtype(self) -> type[np.unsignedinteger]:
+        return np.uint32 if self.modulus_bits == 32 else np.uint64
+
+    def reduce(self, v: np.ndarray) -> np.ndarray:
+        return v
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype != self.dtype:
+            raise ConfigError(f"a pre-encoded input must be {self.dtype.__name__}, got {x.dtype}")
+        return x.copy()
+
+    def decode(self, v: np.ndarray) -> np.ndarray:
+        return np.array(v, dtype=self.dtype)

@@ -57,7 +57,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from fedrec.core.codec import Payload, payload_size
 from fedrec.errors import ConfigError, ProtocolError
-from fedrec.privacy.fixedpoint import FixedPointEncoder
+from fedrec.privacy.fixedpoint import FixedPointEncoder, RingIdentity
 from fedrec.privacy.prg import SEED_BYTES, prg_accumulate
 from fedrec.privacy.shamir import SHARE_BYTES, reconstruct_secret, split_secret
 
@@ -87,7 +87,10 @@ class SecAggConfig:
     max_clients: int
     clip: float = 1.0
     modulus_bits: int = 32
-    encoder: FixedPointEncoder = field(init=False, repr=False, compare=False)
+    #: The inputs are ring elements already (:class:`~fedrec.privacy.fixedpoint.RingIdentity`):
+    #: the sum is returned in the ring, for the caller to decode (distributed DP).
+    preencoded: bool = False
+    encoder: FixedPointEncoder | RingIdentity = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if int(self.dim) != self.dim or self.dim < 1:
@@ -97,8 +100,9 @@ class SecAggConfig:
         if int(self.threshold) != self.threshold or not 2 <= self.threshold <= self.max_clients:
             raise ConfigError(f"secagg threshold must be an integer in [2, {self.max_clients}], "
                               f"got {self.threshold}")
-        object.__setattr__(self, "encoder", FixedPointEncoder(self.clip, self.max_clients,
-                                                              self.modulus_bits))
+        encoder = (RingIdentity(self.modulus_bits) if self.preencoded else
+                   FixedPointEncoder(self.clip, self.max_clients, self.modulus_bits))
+        object.__setattr__(self, "encoder", encoder)
 
 
 def _pair(u: int, v: int) -> bytes:
@@ -201,7 +205,7 @@ class SecAggClient:
     def _config_state(self) -> dict[str, object]:
         cfg = self.config
         return {"dim": cfg.dim, "threshold": cfg.threshold, "max_clients": cfg.max_clients,
-                "clip": cfg.clip, "modulus_bits": cfg.modulus_bits}
+                "clip": cfg.clip, "modulus_bits": cfg.modulus_bits, "preencoded": cfg.preencoded}
 
     @classmethod
     def from_state(cls, state: Mapping[str, object],

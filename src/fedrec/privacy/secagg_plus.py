@@ -80,13 +80,15 @@ class SecAggPlusConfig(SecAggConfig):
 def secaggplus_config(dim: int, max_clients: int, corrupt_fraction: float,
                       dropout_fraction: float, clip: float = 1.0, modulus_bits: int = 32,
                       security_bits: float = SECURITY_BITS,
-                      correctness_bits: float = CORRECTNESS_BITS) -> SecAggPlusConfig:
+                      correctness_bits: float = CORRECTNESS_BITS, *,
+                      preencoded: bool = False) -> SecAggPlusConfig:
     """The config of a sum over ``max_clients``, degree and threshold from the formula of
     :func:`~fedrec.privacy.secagg_graph.secaggplus_parameters`."""
     params = secaggplus_parameters(max_clients, corrupt_fraction, dropout_fraction,
                                    security_bits, correctness_bits)
     return SecAggPlusConfig(dim=dim, threshold=params.threshold, max_clients=max_clients,
-                            clip=clip, modulus_bits=modulus_bits, degree=params.degree)
+                            clip=clip, modulus_bits=modulus_bits, preencoded=preencoded,
+                            degree=params.degree)
 
 
 def _graph(seed: object, clients: object, degree: int, who: str) -> dict[int, list[int]]:

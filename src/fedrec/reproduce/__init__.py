@@ -20,6 +20,7 @@ REPRODUCTIONS: dict[str, str] = {
     "fedgrec": "fedrec.reproduce.fedgrec",
     "feras": "fedrec.reproduce.feras",
     "fl-mv-dssm": "fedrec.reproduce.fl_mv_dssm",
+    "privacy": "fedrec.reproduce.privacy",
     "ptf-fedrec": "fedrec.reproduce.ptf_fedrec",
 }
 

@@ -19,6 +19,13 @@ What the server learns: the uploaded rows name the items each client touched (fo
 ratings, exactly the rated items). FCF has no defence against this; FedGNN's pseudo items and
 LDP (:mod:`fedrec.algorithms.fedgnn`) exist because of it.
 
+``dp: distributed | central`` (:mod:`fedrec.federation.dp_sum`, beyond the paper): a client's
+round vector is its gradient dense over all items (factors then biases), clipped in L2 to
+``dp_clip``; the cohort is a Poisson sample; the server takes its Adam step on the noised sum
+divided by the expected cohort size. Distributed: Skellam noise from the clients inside the
+secure sum, user-level DP against the server. The training loss is never sent, and evaluation
+replies go to the experimenter.
+
 ``secure_aggregation: true`` closes that channel against an honest-but-curious server: each
 client's upload becomes its gradient *dense over all items* (factors then biases, so that the
 shape reveals nothing), fixed-point encoded, and the cohort's uploads are summed with Bonawitz
@@ -58,7 +65,7 @@ def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> Fed
     if not explicit and not isinstance(dataset, InteractionDataset):
         raise TypeError("FCF needs a rating or interaction dataset")
     return FederatedJob(
-        server=FCFServer(cfg, dataset.num_items, explicit, device),
+        server=FCFServer(cfg, dataset.num_items, explicit, device, dataset.num_users),
         client_logic=FCFClient(cfg, dataset),
         client_data=partition_by_user(dataset),
     )

@@ -16,6 +16,7 @@ from fedrec.algorithms.mf_common import requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.types import Dataset
 from fedrec.federation.aggregation import sum_rows
+from fedrec.federation.dp_sum import DPSumClient, dp_on
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import SecureSumSteps
@@ -31,6 +32,12 @@ class FCFClient(SecureSumSteps, PartyLogic):
         self.explicit = self.local.explicit
         self.num_items = self.local.num_items
         self.secure = cfg.sum_client()
+        self.dp = (DPSumClient(cfg, dataset.num_users, self.upload_size(cfg))
+                   if dp_on(cfg) else None)
+
+    def upload_size(self, cfg: FCFConfig) -> int:
+        """Length of :meth:`dense_upload`."""
+        return self.num_items * (cfg.dim + (1 if self.explicit else 0))
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.local.init_state(self.cfg, secret)
@@ -49,6 +56,9 @@ class FCFClient(SecureSumSteps, PartyLogic):
     def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
         q, b_i = self.item_parameters(payload, ctxs[0])
         out = self.local.train(self.cfg, ctxs, q, b_i)
+        if self.dp is not None:  # one clipped (and noised) vector per client
+            return [self.dp.upload(c, self.dense_upload(o), payload)
+                    for c, o in zip(ctxs, out, strict=True)]
         if self.cfg.secure_aggregation:  # the step ends with the keys, not the upload
             return [self.secure.advertise(c, self.dense_upload(o), payload)
                     for c, o in zip(ctxs, out, strict=True)]

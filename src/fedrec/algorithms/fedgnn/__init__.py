@@ -35,6 +35,15 @@ over its clipped coordinates, composed over the most-participating client's uplo
 uploaded item ids have no formal guarantee (with ``measure_leakage`` the rated-items attack's F1
 is reported). With ``secure_sum`` the server learns each round's cohort sum only.
 
+``dp: distributed | central`` (:mod:`fedrec.federation.dp_sum`, beyond the paper) replaces all
+three of the paper's mechanisms: a client's round vector ``[GNN-weight gradient, item gradients
+dense over all items]`` is clipped in L2 to ``dp_clip`` and reaches the server only inside the
+cohort's noised sum, so no item id, upload length or loss is sent and pseudo items and LDP have
+nothing left to hide; the graph expansion (user embeddings and item tokens to the third party
+in clear) is not run. The cohort is a Poisson sample and the server divides the sum by the
+expected cohort size (``item_avg`` is not used). User-level DP against the server
+(distributed), against the released model (central).
+
 Design notes, measurements, settings and what is not done: ``docs/fedgnn.md``.
 """
 
@@ -83,7 +92,8 @@ def build_fedgnn_job(cfg: FedGNNConfig, dataset: Dataset, device: torch.device) 
     if not dataset.meta.get("metadata_only"):
         server.attach_instruments(fedgnn_instruments(cfg, dataset))
     client = FedGNNClient(cfg, dataset.num_items, scale_midpoint(dataset),
-                          (dataset.rating_min, dataset.rating_max), server.params)
+                          (dataset.rating_min, dataset.rating_max), server.params,
+                          len(clients))
     return FederatedJob(server=server, client_logic=client, client_data=clients,
                         services={THIRD_PARTY: (FedGNNThirdParty(cfg.neighbours), None)})
 

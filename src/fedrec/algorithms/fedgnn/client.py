@@ -22,6 +22,7 @@ from fedrec.algorithms.mf_common import rating_unit, requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.partition import ClientData
 from fedrec.errors import ProtocolError
+from fedrec.federation.dp_sum import DPSumClient, dp_on
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, cohort_chunks
 from fedrec.federation.secrets import PartySecret
@@ -36,7 +37,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     """A device: its ratings (data), its user embedding and the mean of its neighbours (state)."""
 
     def __init__(self, cfg: FedGNNConfig, num_items: int, mu: float,
-                 rating_range: tuple[float, float], template: gnn.Params) -> None:
+                 rating_range: tuple[float, float], template: gnn.Params,
+                 num_clients: int) -> None:
         self.cfg = cfg
         self.num_items = num_items
         self.mu = mu
@@ -49,6 +51,9 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         self.mechanism = ldp_mechanism(cfg)
         self.secure = SecureSumClient(cfg.secagg_threshold, ring_bound(cfg), cfg.secagg_bits,
                                       **variant_of(cfg))
+        width = cfg.dim + (1 if cfg.bias else 0)
+        self.dp = (DPSumClient(cfg, num_clients, gnn.flatten(template).numel()
+                               + num_items * width) if dp_on(cfg) else None)
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         gen = secret.generator("init-user")
@@ -66,6 +71,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     @step(TRAIN, cohort=True, broadcast=True)
     def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Any]:
         out = self._train(ctxs, payload)
+        if self.dp is not None:  # one clipped (and noised) dense vector per client
+            return [self.dp.upload(c, x, payload) for c, x in zip(ctxs, out, strict=True)]
         if self.cfg.item_privacy == "secure_sum":  # the step ends with the keys, not x
             return [self.secure.advertise(c, x, payload) for c, x in zip(ctxs, out, strict=True)]
         return out
@@ -194,6 +201,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     def _protect(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
                  g_items: torch.Tensor, loss: float) -> Payload | np.ndarray:
         cfg = self.cfg
+        if self.dp is not None:
+            return self.dense_gradient(g_model, items, g_items).double().numpy()
         if cfg.item_privacy == "secure_sum":
             return self.secure_input(ctx, g_model, items, g_items)
         p_ids, p_grads = self.pseudo(ctx, items, g_items)
@@ -227,11 +236,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         shape and its noised zeros say nothing about which items are rated; then, with
         ``item_avg="uploaders"``, its rated-item indicator times the ring bound (the server
         needs per-item counts; this block is exact, not noised)."""
-        cfg, (n, width) = self.cfg, (g_model.numel(), g_items.shape[1])
-        dense = torch.zeros(n + self.num_items * width, dtype=g_items.dtype)
-        dense[:n] = g_model
-        dense[n:].view(self.num_items, width).index_copy_(0, items, g_items)
-        dense = clip_linf(dense, cfg.clip)
+        cfg = self.cfg
+        dense = clip_linf(self.dense_gradient(g_model, items, g_items), cfg.clip)
         if self.mechanism is not None:
             dense = self.mechanism.add_noise(dense, ctx.rng("ldp-noise"))
         parts = [dense.double().numpy()]
@@ -240,6 +246,16 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
             rated[items.numpy()] = ring_bound(cfg)
             parts.append(rated)
         return np.concatenate(parts)
+
+    def dense_gradient(self, g_model: torch.Tensor, items: torch.Tensor, g_items: torch.Tensor
+                       ) -> torch.Tensor:
+        """``[GNN-weight gradient, item gradients dense over all items]``: zero rows for the
+        items the client did not rate, the same length for every client."""
+        n, width = g_model.numel(), g_items.shape[1]
+        dense = torch.zeros(n + self.num_items * width, dtype=g_items.dtype)
+        dense[:n] = g_model
+        dense[n:].view(self.num_items, width).index_copy_(0, items, g_items)
+        return dense
 
     # -- evaluation ---------------------------------------------------------------------------
     def _evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:

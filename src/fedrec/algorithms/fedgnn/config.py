@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fedrec.algorithms.gnn_common import GNNModelConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
+from fedrec.federation.dp_sum import DPOptions
 from fedrec.federation.secure_sum import (
     validate_secure_sum_options,
     variant_of,
@@ -18,7 +19,7 @@ PSEUDO_SETS = ("per_round", "fixed", "fixed_coupled", "fixed_copy")
 
 
 @dataclass
-class FedGNNConfig(GNNModelConfig):
+class FedGNNConfig(GNNModelConfig, DPOptions):
     rounds: int = option(100)
     clients_per_round: int = option(128, "|S| (paper: 128)")
     eval_every: int = option(10)
@@ -52,8 +53,6 @@ class FedGNNConfig(GNNModelConfig):
     lr_model: float = option(0.0, "server lr of the GNN weights (0 = lr); item rows always use "
                                   "lr")
     l2: float = option(0.0, "L2 on user embeddings (client) and the item table (server)")
-    dp_delta: float = option(1e-5, "delta of the composed epsilon where PLD is computed (else "
-                                   "pure, delta 0)")
     # Costs more CPU per round than training: bench/bench_leakage_cost.py.
     measure_leakage: bool = option(False, "run the rated-items attack on the uploads; its F1 "
                                           "in the privacy report")
@@ -83,13 +82,15 @@ class FedGNNConfig(GNNModelConfig):
             raise ConfigError("laplace noise needs clip > 0 (without clipping it bounds nothing)")
         check_range("neighbours", self.neighbours, 0)
         check_range("expand_after", self.expand_after, 0)
-        check_range("dp_delta", self.dp_delta, 0.0, 0.5)
         check_choice("item_avg", self.item_avg, ("cohort", "uploaders"))
         check_range("lr_decay", self.lr_decay, 0.0, low_open=True)
         check_range("l2", self.l2, 0.0)
         check_range("lr_model", self.lr_model, 0.0)
         check_choice("item_privacy", self.item_privacy, ITEM_PRIVACY)
         check_range("secagg_clip", self.secagg_clip, 0.0)
+        if self.dp != "none" and self.item_privacy != "pseudo":
+            raise ConfigError("dp replaces item_privacy: leave item_privacy=pseudo (under dp "
+                              "no pseudo item, no LDP and no graph expansion is used)")
         if self.item_privacy == "secure_sum":
             if self.clip <= 0:
                 raise ConfigError("item_privacy=secure_sum needs clip > 0 (the secure sum's "

@@ -24,6 +24,7 @@ from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
+from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import Observer, Runtime
 from fedrec.federation.secure_sum import (
@@ -62,6 +63,9 @@ class FedGNNServer(ServerLogic):
         self.participation: dict[int, int] = {}
         self.max_upload_dim = 0
         self.attack: RatedItemsAttack | None = None  # the experimenter's (measure_leakage)
+        width = self.items.shape[1]
+        self.dp = (DPAggregate(cfg, num_clients, gnn.flatten(self.params).numel()
+                               + num_items * width) if dp_on(cfg) else None)
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
         """The experimenter's instruments of :func:`fedgnn_instruments`."""
@@ -103,6 +107,8 @@ class FedGNNServer(ServerLogic):
         self.expansions += 1
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        if self.dp is not None:
+            return self._dp_round(rt, rnd)
         stats: dict[str, float] = {}
         if self._expansion_due(rnd):
             self.expand(rt)
@@ -121,21 +127,39 @@ class FedGNNServer(ServerLogic):
         for c in senders:
             self.participation[c] = self.participation.get(c, 0) + 1
         s = len(senders)
-        lr = self.cfg.lr * self.cfg.lr_decay ** ((rnd - 1) // self.rounds_per_epoch)
-        if self.cfg.l2 > 0:  # the server's own regulariser on its table: no upload needed
-            self.items *= 1.0 - lr * self.cfg.l2
-        if self.cfg.item_avg == "uploaders":
-            self.items -= lr * g_items / uploads.clamp(min=1.0)[:, None]
-        else:
-            self.items -= lr * g_items / s
-        lr_model = (self.cfg.lr_model or self.cfg.lr) * lr / self.cfg.lr
-        flat = gnn.flatten(self.params) - lr_model * g_model / s
-        self.params = gnn.unflatten(flat, self.params)
+        self._step(rnd, g_model, g_items, g_items_denominator=(
+            uploads.clamp(min=1.0)[:, None] if self.cfg.item_avg == "uploaders" else s),
+            g_model_denominator=s)
         stats["clients"] = float(s)
         losses = [r["loss"] for r in replies.values() if "loss" in r]
         if losses:  # only without local DP (see FedGNNClient._protect)
             stats["train_loss"] = float(np.mean(losses))
         return stats
+
+    def _step(self, rnd: int, g_model: torch.Tensor, g_items: torch.Tensor, *,
+              g_items_denominator: torch.Tensor | float, g_model_denominator: float) -> None:
+        """The server's SGD step on the summed gradients (epoch-decayed lr, its own L2)."""
+        lr = self.cfg.lr * self.cfg.lr_decay ** ((rnd - 1) // self.rounds_per_epoch)
+        if self.cfg.l2 > 0:  # the server's own regulariser on its table: no upload needed
+            self.items *= 1.0 - lr * self.cfg.l2
+        self.items -= lr * g_items / g_items_denominator
+        lr_model = (self.cfg.lr_model or self.cfg.lr) * lr / self.cfg.lr
+        flat = gnn.flatten(self.params) - lr_model * g_model / g_model_denominator
+        self.params = gnn.unflatten(flat, self.params)
+
+    def _dp_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        """One round of the DP aggregate (:mod:`fedrec.federation.dp_sum`): the noised sum of
+        the Poisson cohort's clipped dense gradients, divided by the expected cohort size; no
+        graph expansion, no pseudo item, no LDP."""
+        assert self.dp is not None
+        cohort = self.dp.cohort(rt)
+        replies = rt.broadcast(TRAIN, cohort, dict(self._broadcast(), **self.dp.request(cohort)))
+        total, survivors = self.dp.aggregate(rt, replies, len(cohort))
+        mean = torch.from_numpy(expected_mean(total, self.dp.plan)).float()
+        p = gnn.flatten(self.params).numel()
+        self._step(rnd, mean[:p], mean[p:].view(self.items.shape), g_items_denominator=1.0,
+                   g_model_denominator=1.0)
+        return {"clients": float(len(survivors))}
 
     def _sum_uploads(self, replies: dict[Any, Payload]
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -183,7 +207,8 @@ class FedGNNServer(ServerLogic):
                 list(result.survivors))
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split))
+        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split),
+                               sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), True)
 
     def privacy_report(self) -> dict[str, Any]:
@@ -202,6 +227,11 @@ class FedGNNServer(ServerLogic):
         items: ``item_ids``, no formal guarantee) and the graph expansion (user embeddings
         and item tokens to the third party, neighbours' embeddings to clients, in clear).
         """
+        if self.dp is not None:
+            return dict(self.dp.report(), paper_mechanisms=(
+                "not used under dp: no pseudo item (no item id is sent), no LDP (the noise is "
+                "the aggregate's), no graph expansion (it would send user embeddings and item "
+                "tokens to the third party in clear)"))
         report = self._ldp_report()
         if self.cfg.item_privacy == "secure_sum":
             report.update(self._secure_report())
@@ -320,7 +350,8 @@ class FedGNNServer(ServerLogic):
                                                         self.params.items()},
                 "expansions": self.expansions, "participation": dict(self.participation),
                 "max_dim": self.max_upload_dim,
-                "attack": self.attack.state_dict() if self.attack is not None else None}
+                "attack": self.attack.state_dict() if self.attack is not None else None,
+                "dp": self.dp.state_dict() if self.dp is not None else None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.items = state["items"].clone()
@@ -330,3 +361,5 @@ class FedGNNServer(ServerLogic):
         self.max_upload_dim = state["max_dim"]
         if self.attack is not None and state.get("attack") is not None:
             self.attack.load_state_dict(state["attack"])
+        if self.dp is not None:
+            self.dp.load_state_dict(state["dp"])

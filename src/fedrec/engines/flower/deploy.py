@@ -48,6 +48,7 @@ from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower import reaper as reaper_script
 from fedrec.engines.flower.reaper import end_processes, is_alive, note_descendants
 from fedrec.errors import ConfigError, FedrecError
+from fedrec.federation.dp_sum import check_engine
 from fedrec.federation.secrets import ClientSecrets
 
 if TYPE_CHECKING:
@@ -311,6 +312,7 @@ def deploy(
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
     if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm (nothing to deploy)")
+    check_engine(cfg, "flower")
     if cfg.dropout > 0:
         raise ConfigError("dropout is simulated; on a deployment parties drop out for real "
                           "(set dropout=0)")

@@ -50,6 +50,7 @@ from fedrec.engines.flower.deploy import (
     node_roots,
 )
 from fedrec.errors import ConfigError
+from fedrec.federation.dp_sum import check_engine
 from fedrec.federation.secrets import ClientSecrets
 
 DATA_DIR_KEY = "sim-data-dir"
@@ -157,6 +158,7 @@ def simulate_on_flower(
     spec, cfg = resolve(algorithm, dataset, None, overrides)
     if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
+    check_engine(cfg, "flower")
     if cfg.dropout > 0:
         raise ConfigError("dropout is simulated by fedrec's simulator; set dropout=0")
     roles = service_roles(spec, cfg)

@@ -1,0 +1,371 @@
+"""User-level differential privacy on a round's aggregate, as runtime steps: the one DP aggregate
+every method uses (``--set dp=distributed|central``).
+
+A client's whole contribution to one round (every vector it puts into that round's sums,
+concatenated by the method) is one vector, clipped in L2 to ``dp_clip`` (``C``). Then:
+
+* ``distributed``: the client rounds and noises it in the integers with its share of Skellam
+  noise (:mod:`fedrec.privacy.skellam`) and the cohort's vectors are summed by the secure sum
+  (:mod:`fedrec.federation.secure_sum`, Bonawitz et al. or SecAgg+) in ``Z_{2^secagg_bits}``:
+  the server only ever decodes a sum that carries noise of standard deviation at least
+  ``z · C`` (``z`` the noise multiplier), whatever dropouts the sum survives. Guarantee,
+  against the server and everyone else: user-level DP (:mod:`fedrec.privacy.user_level`).
+  ``dp_masking: false`` sums the same ring vectors in clear (long accuracy runs): the server then
+  sees each client's noised vector and the report claims no server-side bound.
+* ``central``: the client sends its clipped vector (a plain, fixed-point sum); the server, as a
+  trusted aggregator, adds Gaussian noise ``N(0, (zC)²)`` from its own secret. The reference for
+  the distributed mechanism's accuracy; it protects nothing against the server (no server-side
+  bound), only against whoever sees the released model.
+
+Sampling: a DP run's cohort is a Poisson sample (rate ``clients_per_round / clients``; 1 when
+``clients_per_round`` is 0), the sampler the accountant's amplification assumes
+(:func:`~fedrec.federation.runtime.poisson_cohort`). The server divides a round's sum by the
+public expected cohort size, never by a count derived from client data.
+
+``z`` is ``noise_multiplier``, or is solved before training from ``target_epsilon`` (the
+server-side ε of the distributed mechanism; the released-model ε of the central one) over the
+run's planned cohorts, which follow from the public seed alone (:class:`DPPlan`): every party
+derives the same ``z`` from its own copy of the options.
+
+What else crosses: the secure sum's keys, encrypted shares and masked vectors (or, unmasked, the
+ring vectors), and the cohort size. Evaluation is the experimenter's: its requests come from and
+its replies go to :data:`~fedrec.federation.message.EXPERIMENTER`, never the server
+(:func:`evaluation_sender`); the Flower engine has no experimenter's channel, so it refuses DP
+runs (:func:`check_engine`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrec.config import RunConfig, check_choice, check_range, option
+from fedrec.core.codec import Payload
+from fedrec.core.rng import numpy_rng
+from fedrec.errors import ConfigError, ProtocolError
+from fedrec.federation.message import EXPERIMENTER, SERVER, PartyId
+from fedrec.federation.runtime import PartyContext, Runtime
+from fedrec.federation.secure_sum import (
+    PlainSum,
+    SecureSumClient,
+    requested_cohort,
+    run_secure_sum,
+    secure_sum_config,
+    secure_sum_request,
+    threshold_count,
+)
+from fedrec.privacy.clipping import clip_l2
+from fedrec.privacy.rdp import gaussian_rdp, rdp_epsilon
+from fedrec.privacy.skellam import SkellamEncoding
+from fedrec.privacy.user_level import UserLevelAccountant, solve_noise_multiplier
+
+__all__ = ["DP_MODES", "DPAggregate", "DPOptions", "DPPlan", "DPSumClient", "check_engine",
+           "dp_on", "evaluation_sender", "expected_mean", "plan_for"]
+
+DP_MODES = ("none", "distributed", "central")
+
+
+@dataclass
+class DPOptions(RunConfig):
+    """The options of the DP aggregate; a method's config inherits them. The secure sum's ring,
+    threshold and variant are the method's ``secagg_bits``, ``secagg_threshold`` and
+    ``secagg_variant`` options."""
+
+    dp: str = option("none", "none | distributed: clients add Skellam noise inside the secure "
+                             "sum (user-level DP against the server) | central: a trusted "
+                             "server adds Gaussian noise to the clear sum (DP against the "
+                             "released model only)")
+    dp_clip: float = option(1.0, "C: L2 bound of a client's whole contribution to a round")
+    noise_multiplier: float = option(0.0, "z: noise standard deviation / C of each round's sum "
+                                          "(0: solved from target_epsilon; central only: 0 "
+                                          "and no target is clipping without noise)")
+    target_epsilon: float = option(0.0, "user-level epsilon over the run to reach "
+                                        "(distributed: against the server; central: against "
+                                        "the released model); solves noise_multiplier")
+    dp_delta: float = option(1e-5, "delta of every epsilon reported")
+    dp_masking: bool = option(True, "distributed: mask the noised vectors with secure "
+                                    "aggregation (false: sum them in clear, for accuracy runs; "
+                                    "no server-side epsilon is then claimed)")
+
+    def validate(self) -> None:
+        super().validate()
+        check_choice("dp", self.dp, DP_MODES)
+        check_range("dp_clip", self.dp_clip, 0.0, low_open=True)
+        check_range("noise_multiplier", self.noise_multiplier, 0.0)
+        check_range("target_epsilon", self.target_epsilon, 0.0)
+        check_range("dp_delta", self.dp_delta, 0.0, 0.5)
+        if self.dp == "none":
+            return
+        if self.noise_multiplier > 0 and self.target_epsilon > 0:
+            raise ConfigError("give noise_multiplier or target_epsilon, not both")
+        if self.dp == "distributed" and not (self.noise_multiplier > 0
+                                             or self.target_epsilon > 0):
+            raise ConfigError("dp=distributed needs noise_multiplier > 0 or target_epsilon > 0")
+        if not self.dp_delta > 0:
+            raise ConfigError("dp needs dp_delta > 0")
+
+
+def dp_on(cfg: Any) -> bool:
+    return getattr(cfg, "dp", "none") != "none"
+
+
+def evaluation_sender(cfg: Any) -> PartyId:
+    """Who asks for (and receives) a client-side evaluation: the server, or in a DP run the
+    experimenter (module docstring)."""
+    return EXPERIMENTER if dp_on(cfg) else SERVER
+
+
+def check_engine(cfg: Any, engine: str) -> None:
+    """A one-line :class:`ConfigError` for a DP run on an engine without an experimenter's
+    channel (every engine but the simulator, for now)."""
+    if dp_on(cfg) and engine != "simulator":
+        raise ConfigError(f"dp={cfg.dp} runs on the simulator only: the {engine} engine has no "
+                          "channel for the experimenter's evaluation (the server must not "
+                          "receive it)")
+
+
+def _sum_options(cfg: Any) -> dict[str, Any]:
+    return {"threshold": cfg.secagg_threshold, "modulus_bits": cfg.secagg_bits,
+            "variant": cfg.secagg_variant, "corrupt": cfg.secagg_corrupt,
+            "dropout": cfg.secagg_dropout}
+
+
+class DPPlan:
+    """What every party derives from the public options, the number of clients and the
+    dimension of a round's vector: the sampling rate, the planned cohorts (from the public
+    seed), the noise multiplier ``z`` and each cohort's encoding. Built by :func:`plan_for`
+    (cached: clients and server share one)."""
+
+    def __init__(self, cfg: Any, num_clients: int, dim: int) -> None:
+        self.mode = cfg.dp
+        self.clip, self.delta = float(cfg.dp_clip), float(cfg.dp_delta)
+        self.dim, self.num_clients = int(dim), int(num_clients)
+        self.sum = _sum_options(cfg)
+        per_round = cfg.clients_per_round or num_clients
+        self.rate = min(1.0, per_round / num_clients)
+        self.expected_cohort = self.rate * num_clients
+        # The planned participation: the Poisson draws of every round, from the public seed.
+        sizes = []
+        member = np.zeros((cfg.rounds, num_clients), dtype=bool)
+        for r in range(1, cfg.rounds + 1):
+            keep = (np.ones(num_clients, dtype=bool) if self.rate >= 1.0 else
+                    numpy_rng(cfg.seed, r, "poisson-sample").random(num_clients) < self.rate)
+            member[r - 1] = keep
+            sizes.append(int(keep.sum()))
+        self.planned_sizes = np.array(sizes)
+        self.planned_most = int(member.sum(0).max(initial=0))
+        self._member = member
+        if self.mode == "distributed" and self.planned_sizes.min(initial=2) < 2:
+            raise ConfigError("a planned round samples fewer than 2 clients: raise "
+                              "clients_per_round for a distributed-DP sum")
+        self.z = (float(cfg.noise_multiplier) if cfg.noise_multiplier > 0 or
+                  cfg.target_epsilon <= 0 else self._solve(float(cfg.target_epsilon)))
+        if self.mode == "distributed":  # a ring too small is an error before training
+            self.encoding(int(self.planned_sizes.max(initial=2)))
+
+    def threshold(self, cohort: int) -> int:
+        return threshold_count(cohort, self.sum["threshold"])
+
+    def encoding(self, cohort: int, z: float | None = None) -> SkellamEncoding:
+        return _encoding(self.dim, cohort, self.threshold(cohort), self.clip,
+                         self.z if z is None else z, self.sum["modulus_bits"])
+
+    def curve(self, key: tuple[int, int]) -> np.ndarray:
+        """The RDP curve of one released sum: ``(cohort, survivors)`` for distributed, any key
+        for central (the Gaussian's, which the server adds whatever the cohort)."""
+        if self.mode == "central":
+            return gaussian_rdp(self.z)
+        cohort, survivors = key
+        return self.encoding(cohort).rdp(survivors)
+
+    def planned_epsilon(self, z: float) -> float:
+        """The ε the target is solved against, over the planned cohorts with each sum at its
+        threshold of survivors (the least noise it may carry)."""
+        if self.mode == "central":
+            acct = UserLevelAccountant("central", self.rate, lambda _k: gaussian_rdp(z))
+            acct.rounds[None] = len(self.planned_sizes)
+            return rdp_epsilon(acct.released_curve(), self.delta)
+        sizes = sorted(set(self.planned_sizes.tolist()))
+        curves = {n: self.encoding(n, z).rdp(self.threshold(n)) for n in sizes}
+        per_round = np.stack([curves[n] for n in self.planned_sizes.tolist()])
+        worst = (self._member.T.astype(np.float64) @ per_round).max(0)
+        return rdp_epsilon(worst, self.delta)
+
+    def _solve(self, target: float) -> float:
+        return solve_noise_multiplier(target, self.planned_epsilon)
+
+
+@functools.lru_cache(maxsize=256)
+def _encoding(dim: int, cohort: int, threshold: int, clip: float, z: float,
+              bits: int) -> SkellamEncoding:
+    return SkellamEncoding.for_sum(dim, cohort, threshold, clip, z, bits)
+
+
+_PLANS: dict[tuple[Any, ...], DPPlan] = {}
+
+
+def plan_for(cfg: Any, num_clients: int, dim: int) -> DPPlan:
+    """The run's :class:`DPPlan` (one per distinct options, clients and dimension)."""
+    key = (cfg.dp, cfg.dp_clip, cfg.noise_multiplier, cfg.target_epsilon, cfg.dp_delta,
+           cfg.rounds, cfg.seed, cfg.clients_per_round, num_clients, dim,
+           tuple(sorted(_sum_options(cfg).items())))
+    if key not in _PLANS:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[key] = DPPlan(cfg, num_clients, dim)
+    return _PLANS[key]
+
+
+class DPSumClient:
+    """A client's half: its round vector clipped (and, distributed, rounded and noised from its
+    own secret) and handed to the secure sum's first step, or sent as a plain-sum upload."""
+
+    def __init__(self, cfg: Any, num_clients: int, dim: int) -> None:
+        self.cfg = cfg
+        self.plan = plan_for(cfg, num_clients, dim)
+        s = self.plan.sum
+        self.secure = SecureSumClient(s["threshold"], self.plan.clip, s["modulus_bits"],
+                                      variant=s["variant"], corrupt=s["corrupt"],
+                                      dropout=s["dropout"])
+
+    @property
+    def masked(self) -> bool:
+        return self.cfg.dp == "distributed" and self.cfg.dp_masking
+
+    def upload(self, ctx: PartyContext, x: np.ndarray | torch.Tensor, request: Payload
+               ) -> Payload:
+        """This client's message of the step that ends a round's local work."""
+        if self.cfg.dp == "distributed":
+            enc = self.plan.encoding(requested_cohort(ctx, request))
+            ring = enc.encode(x, ctx.rng("dp-noise"))
+            if self.masked:
+                return self.secure.advertise(ctx, ring, request, preencoded=True)
+            return self.secure.plain(ctx, ring, request, preencoded=True)
+        clipped = clip_l2(torch.as_tensor(x, dtype=torch.float64).reshape(-1), self.plan.clip)
+        return self.secure.plain(ctx, clipped.numpy(), request)
+
+
+class DPAggregate:
+    """The server's half: the Poisson cohort, the request, the decoded noised sum and the
+    accounting of every released sum (:mod:`fedrec.privacy.user_level`)."""
+
+    def __init__(self, cfg: Any, num_clients: int, dim: int) -> None:
+        self.cfg = cfg
+        self.plan = plan_for(cfg, num_clients, dim)
+        self.accountant = self._new_accountant()
+
+    def _new_accountant(self) -> UserLevelAccountant:
+        return UserLevelAccountant(self.cfg.dp, self.plan.rate, self.plan.curve)
+
+    def cohort(self, rt: Runtime) -> list[PartyId]:
+        cohort = rt.sample_poisson(self.plan.rate)
+        if len(cohort) < 2:
+            raise ProtocolError(f"round {rt.round}: the Poisson sample holds {len(cohort)} "
+                                "client(s); a DP sum needs at least 2")
+        return cohort
+
+    def request(self, cohort: list[PartyId]) -> Payload:
+        return secure_sum_request(len(cohort))
+
+    def aggregate(self, rt: Runtime, replies: Mapping[PartyId, Payload], cohort_size: int
+                  ) -> tuple[np.ndarray, list[PartyId]]:
+        """The noised sum of the round's vectors (decoded floats) and whose vectors it holds."""
+        plan, distributed = self.plan, self.cfg.dp == "distributed"
+        s = plan.sum
+        config = secure_sum_config(plan.dim, cohort_size, s["threshold"], plan.clip,
+                                   s["modulus_bits"], variant=s["variant"],
+                                   corrupt=s["corrupt"], dropout=s["dropout"],
+                                   preencoded=distributed)
+        if distributed and self.cfg.dp_masking:
+            result = run_secure_sum(rt, replies, config)
+            total, survivors = result.total, list(result.survivors)
+        else:
+            if not replies:
+                raise ProtocolError(f"round {rt.round}: no upload arrived")
+            acc = PlainSum(config)
+            for party, reply in replies.items():
+                acc.add(party, reply)
+            total, survivors = acc.result()[0], list(replies)
+        if distributed:
+            enc = plan.encoding(cohort_size)
+            if len(survivors) < enc.threshold:
+                raise ProtocolError(f"round {rt.round}: {len(survivors)} survivors, fewer than "
+                                    f"the {enc.threshold} a distributed-DP sum needs")
+            noised = enc.decode(total, len(survivors))
+            key: tuple[int, int] = (cohort_size, len(survivors))
+        else:
+            noise = rt.server_secret.rng(rt.round, "dp-central-noise").standard_normal(plan.dim)
+            noised = total + plan.z * plan.clip * noise
+            key = (0, 0)
+        self.accountant.record(key, survivors)
+        return noised, survivors
+
+    # -- the report ------------------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        """``results.json["privacy"]`` of a DP run (:mod:`fedrec.privacy.report`'s shape):
+        ``epsilon`` is the server-side figure (None where there is none)."""
+        cfg, plan = self.cfg, self.plan
+        ref = plan.z if plan.z > 0 else None
+        figures = (self.accountant.report(plan.delta, gaussian_reference=ref)
+                   if plan.z > 0 else {})
+        distributed = cfg.dp == "distributed"
+        server = figures.get("epsilon_server_rdp") if distributed and cfg.dp_masking else None
+        if plan.z <= 0:
+            guarantee = "no formal guarantee: clipping without noise (noise_multiplier 0)"
+        elif distributed and cfg.dp_masking:
+            guarantee = (
+                "user-level DP against the server and everyone else: each round's sum of "
+                f"clipped vectors (L2 {plan.clip:g}) carries Skellam noise of standard deviation "
+                f">= {plan.z:.4g} x clip added by the clients inside secure aggregation; composed "
+                "over the rounds of the most-participating client (RDP, Agarwal et al. 2021)")
+        elif distributed:
+            guarantee = ("user-level DP against the released model only: dp_masking is false, "
+                         "so the server sees each client's noised vector (no server-side bound)")
+        else:
+            guarantee = ("user-level DP against the released model only: a trusted server adds "
+                         f"Gaussian noise {plan.z:.4g} x clip to the clear sum")
+        released = [figures.get(k) for k in ("epsilon_released_model_rdp",
+                                              "epsilon_released_model_pld")]
+        return {
+            "guarantee": guarantee,
+            "dp": cfg.dp,
+            "epsilon": server,
+            "epsilon_method": "rdp (server: no amplification, most-participating client)",
+            "delta": plan.delta,
+            "epsilon_server": server,
+            "epsilon_released_model": min((e for e in released if e is not None),
+                                          default=None),
+            "noise_multiplier": plan.z,
+            "dp_clip": plan.clip,
+            "sampling": f"Poisson, rate {plan.rate:.6g} (expected cohort "
+                        f"{plan.expected_cohort:.1f})",
+            "neighboring_relation": "user level: one user's whole data (its vector in every "
+                                    "round) replaced by nothing; participation is public to the "
+                                    "server",
+            "secure_aggregation": bool(distributed and cfg.dp_masking),
+            "evaluation": "the experimenter's: no evaluation reply reaches the server",
+            **figures,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        acct = self.accountant
+        return {"rounds": dict(acct.rounds),
+                "per_client": {c: dict(v) for c, v in acct.per_client.items()}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.accountant = self._new_accountant()
+        self.accountant.rounds.update(state["rounds"])
+        for c, counts in state["per_client"].items():
+            self.accountant.per_client.setdefault(c, type(self.accountant.rounds)()).update(
+                counts)
+
+
+def expected_mean(total: np.ndarray, plan: DPPlan) -> np.ndarray:
+    """A round's noised sum divided by the public expected cohort size (module docstring)."""
+    return total / max(plan.expected_cohort, 1.0)
+

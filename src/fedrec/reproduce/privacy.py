@@ -1,0 +1,201 @@
+"""``fedrec reproduce privacy``: the accuracy FCF and FedGNN keep at a given user-level epsilon
+against the server (issue 36; the other methods join it with their DP aggregates).
+
+What it runs, per dataset (ML-100K, Douban, Flixster; ``--quick``: ML-100K only, two rounds) and
+method, each at its round chosen on validation RMSE:
+
+* ``dp/<method>/<dataset>/eps-E``: ``dp: distributed`` with ``target_epsilon: E`` for E in
+  :data:`EPSILONS` (the server-side epsilon, delta 1e-5, solved before training over the run's
+  planned Poisson cohorts; :mod:`fedrec.federation.dp_sum`);
+* ``.../no-noise``: the same clipped aggregate without noise (``dp: central``,
+  ``noise_multiplier: 0``): what clipping alone costs;
+* ``.../none``: the same model and schedule with no privacy mechanism at all;
+* on ML-100K, ``.../central-z2`` and ``.../distributed-z2``: both mechanisms at noise multiplier
+  2, the trusted-aggregator reference the distributed one must match in accuracy.
+
+The DP settings of each method are chosen on ML-100K's validation RMSE at epsilon 10 among
+:data:`CANDIDATES` (one run each, seed 0, under ``OUT/runs/tune/``; the report lists every
+candidate's figure) and used unchanged on every dataset and epsilon; ``--quick`` takes each
+method's first candidate without tuning. Every run samples every client in every round
+(``clients_per_round: 0``, Poisson rate 1: sampling brings no amplification against the
+server, and the fewest rounds per participation give the least noise at a given server-side
+epsilon), sizes the noise for all
+survivors (``secagg_threshold: 1``; no dropouts are simulated) and sums the noised vectors
+without masking (``dp_masking: false``): the masked sum decodes to the same ring sum bit for bit
+(``tests/federation/test_dp_sum.py``), so the model and the server-side epsilon
+(``epsilon_server_rdp``, what the masked run reports as ``epsilon``) are those of the masked
+run, without its cost.
+
+The paper mechanism's rows (FedGNN's pseudo items and LDP, its packaged settings) are the
+existing runs under ``results/fedgnn-<dataset>/``, reported when present with the epsilon they
+print; they are not re-run here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fedrec.reproduce.report import finish_report, markdown_table, metric
+from fedrec.reproduce.runner import (
+    Candidates,
+    Choice,
+    RunMissing,
+    RunSpec,
+    choose_on_validation,
+    run_all,
+)
+
+DATASETS = ("ml-100k", "douban", "flixster")
+EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
+METHODS = ("fcf", "fedgnn")
+COMMON = {"dp_masking": False, "secagg_threshold": 1.0, "clients_per_round": 0, "dp_delta": 1e-5}
+TUNE_DATASET, TUNE_EPSILON = "ml-100k", 10.0
+_GNN = {"dim": 8, "loss_reduction": "mean", "lr_decay": 1.0, "dp_clip": 1.0}
+#: Each method's candidate DP settings (label: overrides), tried at epsilon 10 on ML-100K.
+CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
+    "fcf": {
+        "d8-r50-c0.1-lr0.02": {"dim": 8, "rounds": 50, "eval_every": 5, "dp_clip": 0.1,
+                               "lr": 0.02},
+        "d8-r80-c0.1-lr0.02": {"dim": 8, "rounds": 80, "eval_every": 10, "dp_clip": 0.1,
+                               "lr": 0.02},
+        "d8-r50-c0.1-lr0.05": {"dim": 8, "rounds": 50, "eval_every": 5, "dp_clip": 0.1,
+                               "lr": 0.05},
+        "d8-r50-c0.3-lr0.02": {"dim": 8, "rounds": 50, "eval_every": 5, "dp_clip": 0.3,
+                               "lr": 0.02},
+        "d16-r50-c0.1-lr0.02": {"dim": 16, "rounds": 50, "eval_every": 5, "dp_clip": 0.1,
+                                "lr": 0.02},
+        "d32-r50-c0.1-lr0.02": {"rounds": 50, "eval_every": 5, "dp_clip": 0.1, "lr": 0.02},
+        "d32-r30-c0.1-lr0.05": {"rounds": 30, "eval_every": 5, "dp_clip": 0.1, "lr": 0.05},
+    },
+    "fedgnn": {
+        "r20-lr20-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0, "lr_model": 0.2},
+        "r20-lr10-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 10.0, "lr_model": 0.2},
+        "r20-lr40-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 40.0, "lr_model": 0.2},
+        "r20-lr20-lm0.5": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0, "lr_model": 0.5},
+        "r10-lr20-lm0.2": {**_GNN, "rounds": 10, "eval_every": 2, "lr": 20.0, "lr_model": 0.2},
+        "r40-lr10-lm0.1": {**_GNN, "rounds": 40, "eval_every": 5, "lr": 10.0, "lr_model": 0.1},
+        "r20-lr20-lm0.2-nobias": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0,
+                                  "lr_model": 0.2, "bias": False},
+    },
+}
+#: What "no privacy mechanism" means for each method, over its DP settings.
+NO_PRIVACY: dict[str, dict[str, Any]] = {
+    "fcf": {"dp": "none"},
+    "fedgnn": {"dp": "none", "laplace": 0.0, "clip": 0.0, "pseudo_items": 0, "neighbours": 0,
+               "item_avg": "cohort"},
+}
+QUICK = {"rounds": 2, "eval_every": 1, "clients_per_round": 100, "dim": 4}
+PAPER_RUNS = {"fedgnn": "results/fedgnn-{dataset}"}
+
+
+def candidates(method: str) -> Candidates:
+    """The tuning trials of ``method``: each candidate at epsilon 10 on ML-100K."""
+    return Candidates(f"{method}", method, TUNE_DATASET, {
+        label: {**COMMON, **opts, "dp": "distributed", "target_epsilon": TUNE_EPSILON}
+        for label, opts in CANDIDATES[method].items()})
+
+
+def plan(seeds: int, quick: bool, chosen: dict[str, dict[str, Any]] | None = None
+         ) -> list[RunSpec]:
+    """The grid, each method at its ``chosen`` settings (default: its first candidate)."""
+    chosen = chosen or {m: next(iter(CANDIDATES[m].values())) for m in METHODS}
+    specs = []
+    for dataset in DATASETS[:1] if quick else DATASETS:
+        for method in METHODS:
+            base = {**COMMON, **chosen[method], **(QUICK if quick else {})}
+            rows: list[tuple[str, dict[str, Any]]] = [
+                (f"eps-{e:g}", {"dp": "distributed", "target_epsilon": e})
+                for e in (EPSILONS[::4] if quick else EPSILONS)]
+            rows += [("no-noise", {"dp": "central", "noise_multiplier": 0.0}),
+                     ("none", NO_PRIVACY[method])]
+            if dataset == "ml-100k" and not quick:
+                rows += [("distributed-z2", {"dp": "distributed", "noise_multiplier": 2.0}),
+                         ("central-z2", {"dp": "central", "noise_multiplier": 2.0})]
+            specs += [RunSpec(f"dp/{method}/{dataset}/{name}", method, dataset,
+                              {**base, **extra}, tuple(range(seeds)))
+                      for name, extra in rows]
+    return specs
+
+
+def reproduce(out: Path, *, quick: bool = False, seeds: int = 1, sweep_seeds: int = 1,
+              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              run_missing: RunMissing = True) -> Path:
+    """Run (or load) the grid and write ``OUT/README.md``. One seed unless ``--seeds`` says
+    more (``sweep_seeds`` is not used)."""
+    kwargs: dict[str, Any] = {"data_dir": data_dir, "device": device, "progress": progress,
+                              "run_missing": run_missing}
+    choices: dict[str, Choice] = {}
+    if quick:
+        seeds = 1
+    else:
+        for method in METHODS:
+            choices[method] = choose_on_validation(candidates(method), out, **kwargs)
+    specs = plan(seeds, quick, {m: CANDIDATES[m][c.label] for m, c in choices.items()} or None)
+    res = run_all(specs, out, **kwargs)
+    return write_report(out, specs, res, quick, choices)
+
+
+def _privacy_figures(runs: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """Server-side and released-model epsilon and the noise multiplier of a setting's runs."""
+    if not runs:
+        return "–", "–", "–"
+    p = runs[0].get("privacy") or {}
+    if p.get("dp") in (None, "none"):
+        return "none", "none", "–"
+    z = p.get("noise_multiplier") or 0.0
+    if z <= 0:
+        return "none (no noise)", "none (no noise)", "0"
+    server = p.get("epsilon_server_rdp")
+    released = p.get("epsilon_released_model")
+    return ("none (trusted server)" if server is None else f"{server:.3g}",
+            "–" if released is None else f"{released:.3g}", f"{z:.3g}")
+
+
+def _rmse(runs: list[dict[str, Any]]) -> str:
+    values = metric(runs, "rmse")
+    if not values:
+        return "–"
+    mean = sum(values) / len(values)
+    return f"{mean:.4f}" + (f" ({len(values)} seeds)" if len(values) > 1 else "")
+
+
+def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
+                 quick: bool, choices: dict[str, Choice] | None = None) -> Path:
+    lines = ["# User-level DP: accuracy at a given epsilon against the server", "",
+             "Made by `fedrec reproduce privacy" + (" --quick" if quick else "") + "` "
+             "(`fedrec.reproduce.privacy`: what each row runs). Test RMSE at the round chosen "
+             "on validation RMSE. Server-side epsilon: user level, delta 1e-5, no "
+             "amplification by sampling, over the rounds of the most-participating client; "
+             "released model: against whoever sees only the models (every client is sampled "
+             "in every round here, so it equals the server's). The commands are in the Runs "
+             "table.", ""]
+    by_dataset: dict[str, list[list[str]]] = {}
+    for spec in specs:
+        _, method, dataset, name = spec.key.split("/")
+        runs = res.get(spec.key, [])
+        server, released, z = _privacy_figures(runs)
+        by_dataset.setdefault(dataset, []).append(
+            [method, name, server, released, z, _rmse(runs)])
+    for dataset, rows in by_dataset.items():
+        for method, pattern in PAPER_RUNS.items():
+            path = Path(pattern.format(dataset=dataset)) / "results.json"
+            if not quick and path.is_file():
+                run = json.loads(path.read_text())
+                eps = (run.get("privacy") or {}).get("epsilon")
+                rows.append([method, f"paper mechanism (`{path.parent}`)",
+                             "–" if eps is None else f"{eps:.3g}", "–", "–", _rmse([run])])
+        lines += [f"## {dataset}", "",
+                  markdown_table(["method", "setting", "epsilon (server)",
+                                  "epsilon (released model)", "noise multiplier",
+                                  "test RMSE"], rows)]
+    for method, choice in (choices or {}).items():
+        rows = [[label, "–" if v is None else f"{v:.4f}", "chosen" if label == choice.label
+                 else ""] for label, v in choice.validation.items()]
+        lines += [f"## {method}: settings chosen on validation (ML-100K, epsilon "
+                  f"{TUNE_EPSILON:g}, seed 0)", "",
+                  markdown_table(["candidate", f"validation {choice.select_on or 'rmse'}", ""],
+                                 rows)]
+    trials = [t for c in (choices or {}).values() for t in c.trials]
+    return finish_report(out, lines, [*trials, *specs])

@@ -1,0 +1,153 @@
+"""The DP aggregate on real data: the sampler the accountant assumes, a server that receives no
+clear value derived from client data, masking that changes nothing but what the server sees,
+resume, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms.base import FederatedTrainer
+from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.config import build_config
+from fedrec.data import RatingDataset
+from fedrec.errors import ConfigError
+from fedrec.federation import InProcessRuntime
+from fedrec.federation.dp_sum import check_engine, plan_for
+from fedrec.federation.message import EXPERIMENTER, SERVER
+from fedrec.federation.runtime import poisson_cohort
+from fedrec.federation.secrets import ClientSecrets
+from fedrec.federation.secure_sum import SECAGG_STEPS
+
+CPU = torch.device("cpu")
+SECRETS = ClientSecrets(bytes(range(32)))
+JOBS = {"fcf": (FCFConfig, build_fcf_job), "fedgnn": (FedGNNConfig, build_fedgnn_job)}
+
+#: Every key a message to the server may hold in a DP run: the secure sum's public keys,
+#: encrypted shares, masked vectors and shares of the masks (fedrec.privacy.secagg).
+ALLOWED = {"train": {"c_pk", "s_pk"}, "secagg_share": {"to/"}, "secagg_mask": {"y"},
+           "secagg_unmask": {"b/", "s/"}}
+
+
+def _trainer(ds: RatingDataset, algorithm: str, **overrides):
+    cls, build = JOBS[algorithm]
+    cfg = build_config(cls, algorithm, "ml-100k", overrides={
+        "dim": 8, "dp": "distributed", "noise_multiplier": 1.0, "clients_per_round": 40,
+        "rounds": 3, **overrides})
+    return FederatedTrainer(build(cfg, ds, CPU), cfg, CPU, SECRETS), cfg
+
+
+def test_the_sampler_is_the_accountants() -> None:
+    """Each client is in a round's cohort independently with the plan's rate: inclusion
+    frequencies and cohort-size variance are the Poisson sampler's, and the plan's cohorts (from
+    the public seed) are exactly the runtime's."""
+    ids, rate, rounds = list(range(400)), 0.05, 2000
+    members = np.array([[c in set(poisson_cohort(ids, rate, 3, r)) for c in ids]
+                        for r in range(1, rounds + 1)])
+    freq = members.mean(0)
+    assert abs(freq.mean() - rate) < 0.002
+    assert np.abs(freq - rate).max() < 5 * np.sqrt(rate * (1 - rate) / rounds)
+    sizes = members.sum(1)
+    assert sizes.var() == pytest.approx(len(ids) * rate * (1 - rate), rel=0.15)
+    cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={
+        "dp": "distributed", "noise_multiplier": 1.0, "clients_per_round": 20, "rounds": 50,
+        "seed": 3})
+    plan = plan_for(cfg, 400, 10)
+    assert plan.rate == pytest.approx(0.05)
+    assert plan.planned_sizes.tolist() == members[:50].sum(1).tolist()
+
+
+@pytest.mark.parametrize("algorithm", ["fcf", "fedgnn"])
+def test_server_receives_no_clear_value_derived_from_client_data(
+        ml100k: RatingDataset, algorithm: str) -> None:
+    trainer, _cfg = _trainer(ml100k, algorithm)
+    to_server: list = []
+    trainer.runtime.observers.append(lambda m: to_server.append(m) if m.receiver == SERVER
+                                     else None)
+    evaluated: list = []
+    trainer.runtime.observers.append(lambda m: evaluated.append(m)
+                                     if m.receiver == EXPERIMENTER else None)
+    for r in (1, 2):
+        trainer.train_round(r)
+    trainer.evaluate("valid")
+    assert to_server
+    kinds = {m.step for m in to_server}
+    assert kinds <= set(ALLOWED) and set(SECAGG_STEPS) <= kinds
+    for m in to_server:
+        for key in m.payload:
+            assert any(key == a or (a.endswith("/") and key.startswith(a))
+                       for a in ALLOWED[m.step]), (m.step, key)
+        if m.step == "secagg_mask":  # masked: uniform in the ring, nothing in clear
+            y = m.payload["y"]
+            assert y.dtype == np.uint32 and np.unique(y).size > 0.99 * y.size
+    assert evaluated and all(m.step == "evaluate" for m in evaluated)
+    privacy = trainer.privacy_report()
+    assert privacy["epsilon"] == privacy["epsilon_server"] > 0
+    assert privacy["secure_aggregation"] is True
+
+
+def test_masking_changes_only_what_the_server_sees(ml100k: RatingDataset) -> None:
+    """The secure sum of the noised ring vectors decodes to their plain ring sum bit for bit: the
+    model after two rounds is the same either way; only the server-side bound differs."""
+    models = []
+    for masking in (True, False):
+        trainer, _ = _trainer(ml100k, "fcf", dp_masking=masking)
+        for r in (1, 2):
+            trainer.train_round(r)
+        models.append(trainer.job.server.q.detach().clone())
+        report = trainer.privacy_report()
+        assert (report["epsilon"] is None) != masking
+    assert torch.equal(models[0], models[1])
+
+
+def test_resume_equals_an_uninterrupted_run(ml100k: RatingDataset) -> None:
+    whole, _ = _trainer(ml100k, "fcf", dp_masking=False)
+    for r in (1, 2, 3):
+        whole.train_round(r)
+    first, _ = _trainer(ml100k, "fcf", dp_masking=False)
+    for r in (1, 2):
+        first.train_round(r)
+    state = first.state_dict()
+    second, _ = _trainer(ml100k, "fcf", dp_masking=False)
+    second.load_state_dict(state)
+    second.train_round(3)
+    assert torch.equal(whole.job.server.q, second.job.server.q)
+    assert whole.privacy_report() == second.privacy_report()
+
+
+def test_central_noise_is_the_servers_and_accounted_for_the_released_model(
+        ml100k: RatingDataset) -> None:
+    trainer, _ = _trainer(ml100k, "fedgnn", dp="central", noise_multiplier=2.0)
+    trainer.train_round(1)
+    report = trainer.privacy_report()
+    assert report["epsilon"] is None and report["epsilon_released_model"] > 0
+    assert report["paper_mechanisms"].startswith("not used")
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"noise_multiplier": -1.0}, "noise_multiplier must be >= 0"),
+    ({"dp_clip": 0.0}, "dp_clip must be > 0"),
+    ({"noise_multiplier": 0.0}, "needs noise_multiplier > 0 or target_epsilon"),
+    ({"noise_multiplier": 0.0, "target_epsilon": 1e-3, "rounds": 500}, "reaches target"),
+    ({"noise_multiplier": 1.0, "target_epsilon": 3.0}, "not both"),
+    ({"dp": "laplace"}, "dp must be one of"),
+    ({"secure_aggregation": True}, "exclusive"),
+    ({"clients_per_round": 0, "secagg_bits": 32, "noise_multiplier": 50000.0}, "too small"),
+])
+def test_bad_input_is_refused_before_training(ml100k: RatingDataset, overrides: dict,
+                                              message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _trainer(ml100k, "fcf", **overrides)
+
+
+def test_dp_on_an_engine_or_method_without_it_is_refused() -> None:
+    cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={
+        "dp": "distributed", "noise_multiplier": 1.0})
+    with pytest.raises(ConfigError, match="simulator only"):
+        check_engine(cfg, "flower")
+    from fedrec.algorithms.fedmf import FedMFConfig
+    with pytest.raises(ConfigError, match="dp"):
+        build_config(FedMFConfig, "fedmf", "ml-100k", overrides={"dp": "distributed"})
+    assert InProcessRuntime  # the simulator is the engine that runs DP
