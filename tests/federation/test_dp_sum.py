@@ -11,15 +11,16 @@ import torch
 from fedrec.algorithms.base import FederatedTrainer
 from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
 from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.fedmf import FedMFConfig
 from fedrec.config import build_config
 from fedrec.data import RatingDataset
 from fedrec.errors import ConfigError
-from fedrec.federation import InProcessRuntime
 from fedrec.federation.dp_sum import check_engine, plan_for
 from fedrec.federation.message import EXPERIMENTER, SERVER
 from fedrec.federation.runtime import poisson_cohort
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.federation.secure_sum import SECAGG_STEPS
+from fedrec.privacy.rdp import rdp_epsilon
 
 CPU = torch.device("cpu")
 SECRETS = ClientSecrets(bytes(range(32)))
@@ -147,7 +148,40 @@ def test_dp_on_an_engine_or_method_without_it_is_refused() -> None:
         "dp": "distributed", "noise_multiplier": 1.0})
     with pytest.raises(ConfigError, match="simulator only"):
         check_engine(cfg, "flower")
-    from fedrec.algorithms.fedmf import FedMFConfig
     with pytest.raises(ConfigError, match="dp"):
         build_config(FedMFConfig, "fedmf", "ml-100k", overrides={"dp": "distributed"})
-    assert InProcessRuntime  # the simulator is the engine that runs DP
+
+
+def test_dropouts_leave_only_survivors_noise_and_are_accounted(ml100k: RatingDataset) -> None:
+    """Clients that drop after sharing keys are out of the sum and their noise with them; each
+    sum is accounted at its survivors (never below the threshold it was sized for), so the run's
+    epsilon is at least that of the same rounds without dropouts."""
+    trainer, _ = _trainer(ml100k, "fcf", dropout=0.2, dropout_after_calls=2,
+                          secagg_threshold=0.6)
+    for r in (1, 2):
+        trainer.train_round(r)
+    agg = trainer.job.server.dp
+    keys = list(agg.accountant.rounds)
+    assert all(survivors < cohort for cohort, survivors in keys)  # some dropped in each round
+    assert all(survivors >= agg.plan.threshold(cohort) for cohort, survivors in keys)
+    full = trainer.privacy_report()["epsilon"]
+    no_drop = type(agg.accountant)("distributed", 1.0, agg.plan.curve)
+    for cohort, _ in keys:
+        no_drop.record((cohort, cohort), [0])
+    assert full > rdp_epsilon(no_drop.server_curve(), 1e-5)
+
+
+def test_the_summary_prints_both_threats(ml100k: RatingDataset) -> None:
+    from fedrec.cli.summary import privacy_rows
+
+    for masking in (True, False):
+        trainer, _ = _trainer(ml100k, "fcf", dp_masking=masking)
+        trainer.train_round(1)
+        rows = dict(privacy_rows(trainer.privacy_report()))
+        released = rows["epsilon against the released model only"]
+        assert float(released) > 0
+        if masking:
+            assert float(rows["epsilon (whole run, per client)"].split()[0]) >= float(released)
+        else:
+            assert rows["epsilon against the server"].startswith("none: user-level DP against "
+                                                                 "the released model only")

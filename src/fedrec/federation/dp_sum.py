@@ -46,10 +46,9 @@ import torch
 
 from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
-from fedrec.core.rng import numpy_rng
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import EXPERIMENTER, SERVER, PartyId
-from fedrec.federation.runtime import PartyContext, Runtime
+from fedrec.federation.runtime import PartyContext, Runtime, poisson_cohort
 from fedrec.federation.secure_sum import (
     PlainSum,
     SecureSumClient,
@@ -149,15 +148,13 @@ class DPPlan:
         per_round = cfg.clients_per_round or num_clients
         self.rate = min(1.0, per_round / num_clients)
         self.expected_cohort = self.rate * num_clients
-        # The planned participation: the Poisson draws of every round, from the public seed.
-        sizes = []
+        # The planned participation: the runtime's own Poisson draws of every round, from the
+        # public seed (client positions stand for the ids: the draw depends on the count only).
         member = np.zeros((cfg.rounds, num_clients), dtype=bool)
+        positions = range(num_clients)
         for r in range(1, cfg.rounds + 1):
-            keep = (np.ones(num_clients, dtype=bool) if self.rate >= 1.0 else
-                    numpy_rng(cfg.seed, r, "poisson-sample").random(num_clients) < self.rate)
-            member[r - 1] = keep
-            sizes.append(int(keep.sum()))
-        self.planned_sizes = np.array(sizes)
+            member[r - 1, poisson_cohort(positions, self.rate, cfg.seed, r)] = True
+        self.planned_sizes = member.sum(1)
         self.planned_most = int(member.sum(0).max(initial=0))
         self._member = member
         if self.mode == "distributed" and self.planned_sizes.min(initial=2) < 2:
@@ -240,6 +237,9 @@ class DPSumClient:
     def upload(self, ctx: PartyContext, x: np.ndarray | torch.Tensor, request: Payload
                ) -> Payload:
         """This client's message of the step that ends a round's local work."""
+        if not bool(torch.isfinite(torch.as_tensor(x)).all()):
+            raise ProtocolError(f"client {ctx.party}: its round vector is not finite in round "
+                                f"{ctx.round} (training diverged: lower lr)")
         if self.cfg.dp == "distributed":
             enc = self.plan.encoding(requested_cohort(ctx, request))
             ring = enc.encode(x, ctx.rng("dp-noise"))
@@ -333,6 +333,7 @@ class DPAggregate:
                                               "epsilon_released_model_pld")]
         return {
             "guarantee": guarantee,
+            "protection": guarantee,
             "dp": cfg.dp,
             "epsilon": server,
             "epsilon_method": "rdp (server: no amplification, most-participating client)",
