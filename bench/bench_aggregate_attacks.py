@@ -164,7 +164,7 @@ def report(out: Path) -> str:
              "sum. Popularity: every client guessed the k most-rated items (k its own count, "
              "granted as to the attack): what aggregate statistics alone give, which DP allows.",
              "",
-             "| case | attack | server-side epsilon | round | attack F1 | chance F1 | "
+             "| case | attack | server-side epsilon (whole run) | round | attack F1 | chance F1 | "
              "popularity F1 |",
              "|---|---|---|---|---|---|---|"]
     for f in sorted(out.glob("*.json")):
