@@ -18,27 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from fedrec.privacy.audit import audit_aggregate
-from fedrec.privacy.rdp import gaussian_rdp, rdp_epsilon
-from fedrec.privacy.skellam import SkellamEncoding
 
 AUDIT = {"canaries": 1000, "dim": 20000, "clip": 1.0, "ks": (50, 100, 250)}
 CONFIGS = [("distributed", 1.0, 1, 1.0), ("distributed", 2.0, 1, 1.0),
            ("distributed", 3.0, 4, 1.0), ("distributed", 2.0, 1, 0.6),
            ("distributed", 0.5, 1, 1.0), ("central", 1.0, 1, 1.0), ("central", 2.0, 1, 1.0)]
-
-
-class _Noiseless(SkellamEncoding):
-    @property
-    def client_variance(self) -> float:
-        return 0.0
-
-
-def accounted(mechanism: str, z: float, rounds: int, members: int, threshold: float) -> float:
-    if mechanism == "central":
-        return rdp_epsilon(rounds * gaussian_rdp(z), 1e-5)
-    t = max(2, int(np.ceil(threshold * members)))
-    enc = SkellamEncoding.for_sum(AUDIT["dim"], members, t, 1.0, z, 64)
-    return rdp_epsilon(rounds * enc.rdp(members), 1e-5)
 
 
 def main() -> None:
@@ -49,11 +33,9 @@ def main() -> None:
     for seed, (mechanism, z, rounds, threshold) in enumerate(CONFIGS):
         on = audit_aggregate(mechanism, noise_multiplier=z, rounds=rounds, threshold=threshold,
                              rng=np.random.default_rng(seed), **AUDIT)
-        off = audit_aggregate(mechanism, noise_multiplier=z if mechanism == "distributed"
-                              else 1e-9, rounds=rounds, threshold=threshold,
-                              rng=np.random.default_rng(seed),
-                              encoding_type=_Noiseless, **AUDIT)
-        acc = accounted(mechanism, z, rounds, on.included, threshold)
+        off = audit_aggregate(mechanism, noise_multiplier=z, rounds=rounds, threshold=threshold,
+                              rng=np.random.default_rng(seed), remove_noise=True, **AUDIT)
+        acc = on.accounted_epsilon
         rows.append({"mechanism": mechanism, "noise_multiplier": z, "rounds": rounds,
                      "noise_sized_for": threshold, "accounted_epsilon": acc,
                      "audited_lower_bound": on.epsilon_lower_bound,

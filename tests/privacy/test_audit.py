@@ -7,22 +7,8 @@ import pytest
 from fedrec.errors import ConfigError
 from fedrec.privacy.audit import audit_aggregate, epsilon_lower_bound
 from fedrec.privacy.rdp import gaussian_rdp, rdp_epsilon
-from fedrec.privacy.skellam import SkellamEncoding
 
 AUDIT = {"canaries": 1000, "dim": 20000, "clip": 1.0, "ks": (50, 100, 250)}
-
-
-class _Noiseless(SkellamEncoding):
-    @property
-    def client_variance(self) -> float:
-        return 0.0
-
-
-def _accounted(mechanism: str, z: float, rounds: int, members: int) -> float:
-    if mechanism == "central":
-        return rdp_epsilon(rounds * gaussian_rdp(z), 1e-5)
-    enc = SkellamEncoding.for_sum(AUDIT["dim"], members, members, 1.0, z, 64)
-    return rdp_epsilon(rounds * enc.rdp(members), 1e-5)
 
 
 @pytest.mark.parametrize("mechanism,z,rounds", [("distributed", 2.0, 1),
@@ -32,16 +18,17 @@ def test_audited_bound_below_accounted_and_mutation_caught(mechanism: str, z: fl
                                                            rounds: int) -> None:
     res = audit_aggregate(mechanism, noise_multiplier=z, rounds=rounds,
                           rng=np.random.default_rng(0), **AUDIT)
-    accounted = _accounted(mechanism, z, rounds, res.included)
-    assert res.epsilon_lower_bound < accounted
-    if mechanism == "distributed":
-        broken = audit_aggregate(mechanism, noise_multiplier=z, rounds=rounds,
-                                 rng=np.random.default_rng(0), encoding_type=_Noiseless,
-                                 **AUDIT)
-    else:
-        broken = audit_aggregate(mechanism, noise_multiplier=1e-9, rounds=rounds,
-                                 rng=np.random.default_rng(0), **AUDIT)
-    assert broken.epsilon_lower_bound > accounted
+    assert 0 < res.epsilon_lower_bound < res.accounted_epsilon
+    broken = audit_aggregate(mechanism, noise_multiplier=z, rounds=rounds,
+                             rng=np.random.default_rng(0), remove_noise=True, **AUDIT)
+    assert broken.accounted_epsilon == res.accounted_epsilon
+    assert broken.epsilon_lower_bound > res.accounted_epsilon
+
+
+def test_accounted_figure_is_the_mechanisms() -> None:
+    res = audit_aggregate("central", noise_multiplier=1.5, rounds=3,
+                          rng=np.random.default_rng(1), **AUDIT)
+    assert res.accounted_epsilon == pytest.approx(rdp_epsilon(3 * gaussian_rdp(1.5), 1e-5))
 
 
 def test_lower_bound_statistics() -> None:

@@ -19,8 +19,11 @@ concatenated by the method) is one vector, clipped in L2 to ``dp_clip`` (``C``).
 
 Sampling: a DP run's cohort is a Poisson sample (rate ``clients_per_round / clients``; 1 when
 ``clients_per_round`` is 0), the sampler the accountant's amplification assumes
-(:func:`~fedrec.federation.runtime.poisson_cohort`). The server divides a round's sum by the
-public expected cohort size, never by a count derived from client data.
+(:func:`~fedrec.federation.runtime.poisson_cohort`). It is drawn from the run's public seed, so
+whoever holds the config can regenerate every cohort: the amplified released-model figure holds
+only against observers without the config; against one with it, the server-side figure applies
+(at rate 1, as in ``fedrec reproduce privacy``, the two are equal). The server divides a round's
+sum by the public expected cohort size, never by a count derived from client data.
 
 ``z`` is ``noise_multiplier``, or is solved before training from ``target_epsilon`` (the
 server-side ε of the distributed mechanism; the released-model ε of the central one) over the
@@ -155,7 +158,6 @@ class DPPlan:
         for r in range(1, cfg.rounds + 1):
             member[r - 1, poisson_cohort(positions, self.rate, cfg.seed, r)] = True
         self.planned_sizes = member.sum(1)
-        self.planned_most = int(member.sum(0).max(initial=0))
         self._member = member
         if self.mode == "distributed" and self.planned_sizes.min(initial=2) < 2:
             raise ConfigError("a planned round samples fewer than 2 clients: raise "
@@ -344,7 +346,9 @@ class DPAggregate:
             "noise_multiplier": plan.z,
             "dp_clip": plan.clip,
             "sampling": f"Poisson, rate {plan.rate:.6g} (expected cohort "
-                        f"{plan.expected_cohort:.1f})",
+                        f"{plan.expected_cohort:.1f}), from the public seed: "
+                        "epsilon_released_model holds against observers without the run's "
+                        "config (with it they regenerate the cohorts: epsilon_server applies)",
             "neighboring_relation": "user level: one user's whole data (its vector in every "
                                     "round) replaced by nothing; participation is public to the "
                                     "server",

@@ -15,7 +15,9 @@ clients, or Gaussian from a trusted aggregator), with RDP curve ``ε_r(α)``
   Poisson sample of rate ``q`` that they never see, so each round's curve is amplified
   (:func:`~fedrec.privacy.rdp.poisson_subsampled_rdp`) and every round is composed. The sampler
   of a DP run is the matching Poisson sampler
-  (:func:`fedrec.federation.runtime.poisson_cohort`).
+  (:func:`fedrec.federation.runtime.poisson_cohort`). "Never see" is an assumption: drawn from
+  a public seed, the cohorts are known to whoever holds the run's config, and against such an
+  observer the server-side figure is the one that holds.
 
 ε at ``δ`` from RDP (the formal figure for both mechanisms). For the central Gaussian the PLD
 figure of dp-accounting (tight) is given too, and the smaller of the two is its ``epsilon``; for

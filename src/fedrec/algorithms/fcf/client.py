@@ -23,6 +23,11 @@ from fedrec.federation.secure_sum import SecureSumSteps
 from fedrec.federation.steps import step
 
 
+def upload_size(num_items: int, dim: int, explicit: bool) -> int:
+    """Length of :meth:`FCFClient.dense_upload`: item factors, then item biases (explicit)."""
+    return num_items * (dim + (1 if explicit else 0))
+
+
 class FCFClient(SecureSumSteps, PartyLogic):
     """A device: its user factor (state) and its own rows (data)."""
 
@@ -32,12 +37,9 @@ class FCFClient(SecureSumSteps, PartyLogic):
         self.explicit = self.local.explicit
         self.num_items = self.local.num_items
         self.secure = cfg.sum_client()
-        self.dp = (DPSumClient(cfg, dataset.num_users, self.upload_size(cfg))
+        self.dp = (DPSumClient(cfg, dataset.num_users,
+                               upload_size(self.num_items, cfg.dim, self.explicit))
                    if dp_on(cfg) else None)
-
-    def upload_size(self, cfg: FCFConfig) -> int:
-        """Length of :meth:`dense_upload`."""
-        return self.num_items * (cfg.dim + (1 if self.explicit else 0))
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.local.init_state(self.cfg, secret)

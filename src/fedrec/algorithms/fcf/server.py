@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.fcf.client import upload_size
 from fedrec.algorithms.fcf.config import FCFConfig
 from fedrec.algorithms.fcf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
@@ -41,8 +42,8 @@ class FCFServer(ServerLogic):
         self.b_i = torch.zeros(num_items, device=device, requires_grad=True)
         params = [self.q, self.b_i] if explicit else [self.q]
         self.opt = torch.optim.Adam(params, lr=cfg.lr)
-        size = num_items * (cfg.dim + (1 if explicit else 0))
-        self.dp = DPAggregate(cfg, num_clients, size) if dp_on(cfg) else None
+        self.dp = (DPAggregate(cfg, num_clients, upload_size(num_items, cfg.dim, explicit))
+                   if dp_on(cfg) else None)
 
     def _broadcast(self) -> Payload:
         msg: Payload = {"item_factors": self.q.detach()}
