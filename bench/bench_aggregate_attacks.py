@@ -98,7 +98,7 @@ def instrument(name: str, server: Any, keeper: Keeper, num_items: int) -> None:
             return total, survivors
         server.dp.aggregate = aggregate
         return
-    import fedrec.algorithms.fcf.server as fcf_server
+    import fedrec.algorithms.methods.fcf.server as fcf_server
 
     inner_sum = fcf_server.run_secure_sum
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedgnn import PSEUDO_SETS, FedGNNConfig
+from fedrec.algorithms.methods.fedgnn import PSEUDO_SETS, FedGNNConfig
 from fedrec.attacks import CrossRoundAttack
 from fedrec.attacks.cross_round import CONSISTENCY_STATISTICS
 from fedrec.config import build_config

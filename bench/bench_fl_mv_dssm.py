@@ -22,8 +22,8 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fl_mv_dssm import build_job_from_multiview, multiview_of
-from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
+from fedrec.algorithms.methods.fl_mv_dssm import build_job_from_multiview, multiview_of
+from fedrec.algorithms.methods.fl_mv_dssm.baseline import CentralDSSM
 from fedrec.data import load_dataset
 from fedrec.federation.secrets import ClientSecrets
 

@@ -20,7 +20,7 @@ import time
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedgnn import FedGNNConfig
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig
 from fedrec.attacks import RatedItemsAttack
 from fedrec.attacks.rated_items import GUESS_RULES
 from fedrec.config import build_config

@@ -34,9 +34,9 @@ import numpy as np
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedgnn import FedGNNConfig
-from fedrec.algorithms.fedmf import FedMFConfig
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig
+from fedrec.algorithms.methods.fedmf import FedMFConfig
+from fedrec.algorithms.methods.ptf_fedrec import PTFFedRecConfig
 from fedrec.attacks.seed_replay import (
     FedGNNReplay,
     FedMFKeyReplay,

@@ -18,8 +18,8 @@ import time
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
-from fedrec.algorithms.pmf import PMFConfig, build_pmf
+from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.methods.pmf import PMFConfig, build_pmf
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.federation.runtime import InProcessRuntime

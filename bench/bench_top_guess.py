@@ -15,7 +15,7 @@ import time
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
+from fedrec.algorithms.methods.ptf_fedrec import PTFFedRecConfig
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 

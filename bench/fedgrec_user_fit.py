@@ -1,6 +1,7 @@
 """How far are a finished FedGRec run's users from their best fit? Its validation and test
 Recall@20 re-evaluated with ``user_fit_steps`` (each client fits ``e_u^0`` alone to the final
-tables before ranking; :mod:`fedrec.algorithms.fedgrec`) at the given steps and lr, and, with
+tables before ranking; :mod:`fedrec.algorithms.methods.fedgrec`) at the given steps and lr, and,
+with
 ``--moved``, how far the fit moves the users (mean L2 distance against their mean norm).
 
     FEDREC_DATA=../shared/datasets python bench/fedgrec_user_fit.py \\
@@ -20,7 +21,7 @@ import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import evaluate_splits
-from fedrec.algorithms.fedgrec.client import full_tables
+from fedrec.algorithms.methods.fedgrec.client import full_tables
 from fedrec.data import load_dataset
 from fedrec.federation.secrets import ClientSecrets
 

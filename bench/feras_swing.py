@@ -30,9 +30,9 @@ import torch
 import yaml
 
 from fedrec import api
-from fedrec.algorithms.feras.aggregator import FerasAggregator
-from fedrec.algorithms.feras.host import FerasHost
-from fedrec.algorithms.feras.server import FerasServer
+from fedrec.algorithms.methods.feras.aggregator import FerasAggregator
+from fedrec.algorithms.methods.feras.host import FerasHost
+from fedrec.algorithms.methods.feras.server import FerasServer
 
 ZERO_SECRET = "0" * 64
 _iteration = FerasServer._iteration

@@ -4,7 +4,7 @@
         [--rounds 1] [--sigmas 0 1 4]
 
 Round(s) of ML-100K with ``--devices`` devices a round and the plain sum across devices, view
-``demographics`` malicious on every device (:func:`fedrec.algorithms.fl_mv_dssm.attack.
+``demographics`` malicious on every device (:func:`fedrec.algorithms.methods.fl_mv_dssm.attack.
 malicious_view_attack`), for each noise multiplier (the paper's experiments: 1; its example: 4).
 """
 
@@ -15,8 +15,8 @@ import argparse
 import torch
 
 from fedrec.algorithms import resolve_config
-from fedrec.algorithms.fl_mv_dssm import multiview_of
-from fedrec.algorithms.fl_mv_dssm.attack import attack_table_markdown, attack_table_rows
+from fedrec.algorithms.methods.fl_mv_dssm import multiview_of
+from fedrec.algorithms.methods.fl_mv_dssm.attack import attack_table_markdown, attack_table_rows
 from fedrec.data import load_dataset
 
 

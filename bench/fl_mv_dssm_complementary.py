@@ -32,7 +32,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fl_mv_dssm import build_job_from_multiview, multiview_of
+from fedrec.algorithms.methods.fl_mv_dssm import build_job_from_multiview, multiview_of
 from fedrec.data import load_dataset
 from fedrec.data.multiview import MultiViewData
 from fedrec.data.other_app import svd_view

@@ -27,9 +27,9 @@ import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import evaluate_splits
-from fedrec.algorithms.fl_mv_dssm.device import DeviceLogic
-from fedrec.algorithms.fl_mv_dssm.steps import EVALUATE, VIEW_PREDICT
-from fedrec.algorithms.fl_mv_dssm.view import ViewLogic
+from fedrec.algorithms.methods.fl_mv_dssm.device import DeviceLogic
+from fedrec.algorithms.methods.fl_mv_dssm.steps import EVALUATE, VIEW_PREDICT
+from fedrec.algorithms.methods.fl_mv_dssm.view import ViewLogic
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.algorithms.multiview_common import device_ranking_metrics
 from fedrec.data import load_dataset

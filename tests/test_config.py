@@ -13,9 +13,9 @@ import yaml
 
 from fedrec import config
 from fedrec.algorithms import ALGORITHMS, config_show_text, resolve_config
-from fedrec.algorithms.central_ranking import CentralRankingConfig
-from fedrec.algorithms.fcf import FCFConfig
-from fedrec.algorithms.pmf import PMFConfig
+from fedrec.algorithms.methods.central_ranking import CentralRankingConfig
+from fedrec.algorithms.methods.fcf import FCFConfig
+from fedrec.algorithms.methods.pmf import PMFConfig
 from fedrec.config import (
     RunConfig,
     build_config,

@@ -7,7 +7,7 @@ import torch
 
 from fedrec.algorithms import ALGORITHMS
 from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer, FederatedTrainer
-from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
 from fedrec.config import build_config
 from fedrec.engines.common import slice_users
 

@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.central_ranking import (
+from fedrec.algorithms.methods.central_ranking import (
     CentralRankingConfig,
     CentralRankingTrainer,
     NeuMFConfig,
     NGCFConfig,
 )
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec_job
+from fedrec.algorithms.methods.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec_job
 from fedrec.config import build_config
 from fedrec.errors import ConfigError
 from fedrec.federation.checkpoint import load_checkpoint, save_checkpoint

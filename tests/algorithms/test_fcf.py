@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
 from fedrec.config import build_config
 from fedrec.data import InteractionDataset, RatingDataset
 from fedrec.federation import SERVER, role_of

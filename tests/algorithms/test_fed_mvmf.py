@@ -13,15 +13,15 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fed_mvmf import FedMVMFConfig, build_job_from_multiview, multiview_of
-from fedrec.algorithms.fed_mvmf.client import MVMFClientData
-from fedrec.algorithms.fed_mvmf.model import (
+from fedrec.algorithms.methods.fed_mvmf import FedMVMFConfig, build_job_from_multiview, multiview_of
+from fedrec.algorithms.methods.fed_mvmf.client import MVMFClientData
+from fedrec.algorithms.methods.fed_mvmf.model import (
     client_loss_and_gradients,
     item_factors_from_features,
     server_loss_and_gradients,
     user_factor,
 )
-from fedrec.algorithms.fed_mvmf.steps import TRAIN
+from fedrec.algorithms.methods.fed_mvmf.steps import TRAIN
 from fedrec.cli.main import main
 from fedrec.data import RatingDataset
 from fedrec.data.multiview import MultiViewData, cold_start

@@ -11,7 +11,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
-from fedrec.algorithms.fedavg_gcn import build_fedavg_gcn_job
+from fedrec.algorithms.methods.fedavg_gcn import build_fedavg_gcn_job
 from fedrec.data import metadata_dataset, public_meta
 from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedavg_ncf import (
+from fedrec.algorithms.methods.fedavg_ncf import (
     FedAvgNCFConfig,
     fedavg,
     server_param_names,

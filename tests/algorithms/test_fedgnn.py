@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgnn import (
+from fedrec.algorithms.methods.fedgnn import (
     FedGNNConfig,
     FedGNNServer,
     build_fedgnn_job,

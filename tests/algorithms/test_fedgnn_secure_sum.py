@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job, ring_bound
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig, build_fedgnn_job, ring_bound
 from fedrec.data import load_dataset
 from fedrec.errors import ConfigError
 from fedrec.federation.message import SERVER

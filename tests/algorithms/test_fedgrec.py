@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgrec import FedGRecConfig, build_fedgrec_job
-from fedrec.algorithms.fedgrec.client import own_edge_layer1
-from fedrec.algorithms.fedgrec.steps import EVALUATE, TRAIN, WARMUP_DEGREES, WARMUP_LATENT
+from fedrec.algorithms.methods.fedgrec import FedGRecConfig, build_fedgrec_job
+from fedrec.algorithms.methods.fedgrec.client import own_edge_layer1
+from fedrec.algorithms.methods.fedgrec.steps import EVALUATE, TRAIN, WARMUP_DEGREES, WARMUP_LATENT
 from fedrec.algorithms.mf_common import SplitRanking, cohort_rows
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.config import build_config

@@ -14,7 +14,7 @@ from phe import PaillierPrivateKey
 
 from fedrec.algorithms import get_algorithm
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedmf import FedMFConfig, FedMFServer, build_fedmf_job
+from fedrec.algorithms.methods.fedmf import FedMFConfig, FedMFServer, build_fedmf_job
 from fedrec.config import build_config
 from fedrec.core.codec import iter_float_arrays, payload_size
 from fedrec.data import RatingDataset

@@ -12,8 +12,8 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
-from fedrec.algorithms.feras import build_feras_job, host_id
-from fedrec.algorithms.feras import model as feras_model
+from fedrec.algorithms.methods.feras import build_feras_job, host_id
+from fedrec.algorithms.methods.feras import model as feras_model
 from fedrec.data import assign_private_nodes
 from fedrec.errors import ConfigError
 from fedrec.federation.message import AGGREGATOR, SERVER, Message

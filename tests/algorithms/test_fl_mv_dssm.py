@@ -11,7 +11,7 @@ import torch
 
 from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fl_mv_dssm import (
+from fedrec.algorithms.methods.fl_mv_dssm import (
     FLMVDSSMConfig,
     build_job_from_multiview,
     local_secure_aggregate,
@@ -19,10 +19,10 @@ from fedrec.algorithms.fl_mv_dssm import (
     reuse_multiviews,
     training_accountant,
 )
-from fedrec.algorithms.fl_mv_dssm.device import DeviceData
-from fedrec.algorithms.fl_mv_dssm.server import gaussian_epsilon
-from fedrec.algorithms.fl_mv_dssm.steps import LOCAL_AGGREGATE, VIEW_PREDICT, VIEW_TRAIN
-from fedrec.algorithms.fl_mv_dssm.view import ViewData, view_id
+from fedrec.algorithms.methods.fl_mv_dssm.device import DeviceData
+from fedrec.algorithms.methods.fl_mv_dssm.server import gaussian_epsilon
+from fedrec.algorithms.methods.fl_mv_dssm.steps import LOCAL_AGGREGATE, VIEW_PREDICT, VIEW_TRAIN
+from fedrec.algorithms.methods.fl_mv_dssm.view import ViewData, view_id
 from fedrec.data import RatingDataset
 from fedrec.data.multiview import MultiViewData, cold_start
 from fedrec.errors import ConfigError
@@ -211,7 +211,7 @@ def test_registered() -> None:
 
 
 def test_most_popular_floor(mv: MultiViewData) -> None:
-    from fedrec.algorithms.fl_mv_dssm.baseline import most_popular_metrics
+    from fedrec.algorithms.methods.fl_mv_dssm.baseline import most_popular_metrics
 
     pop = most_popular_metrics(mv, 10)
     # far above a random ranking (about 0.006), below what a per-user model should reach
@@ -220,7 +220,7 @@ def test_most_popular_floor(mv: MultiViewData) -> None:
 
 
 def test_centralized_dssm_per_view_learns_on_the_same_split(mv: MultiViewData) -> None:
-    from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
+    from fedrec.algorithms.methods.fl_mv_dssm.baseline import CentralDSSM
 
     central = CentralDSSM(config(), mv, "svd", batch=512)
     assert len(central.pairs) == len(mv.task.train)
@@ -280,7 +280,7 @@ def test_reuse_multiviews_builds_each_split_once(ml100k: RatingDataset, mv: Mult
 
 def test_centralized_dssm_epoch_cut_to_max_steps(mv: MultiViewData,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
+    from fedrec.algorithms.methods.fl_mv_dssm.baseline import CentralDSSM
     from fedrec.models import dssm
 
     steps = []
@@ -294,7 +294,7 @@ def test_centralized_dssm_epoch_cut_to_max_steps(mv: MultiViewData,
 def test_the_server_from_metadata_and_public_facts(mv: MultiViewData) -> None:
     """A deployment's server (built from metadata and the public facts a device's node reports)
     starts from the very model the simulator's does, and declares the same devices."""
-    from fedrec.algorithms.fl_mv_dssm import build_fl_mv_dssm_job
+    from fedrec.algorithms.methods.fl_mv_dssm import build_fl_mv_dssm_job
     from fedrec.data import public_meta
     from fedrec.engines.common import metadata_dataset
 

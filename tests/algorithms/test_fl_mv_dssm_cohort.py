@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedrec.algorithms import resolve_config
-from fedrec.algorithms.fl_mv_dssm import FLMVDSSMConfig, cohort
+from fedrec.algorithms.methods.fl_mv_dssm import FLMVDSSMConfig, cohort
 from fedrec.models import dssm, dssm_stacked
 
 pytestmark = pytest.mark.usefixtures("single_thread")

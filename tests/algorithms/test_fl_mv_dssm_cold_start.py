@@ -8,10 +8,14 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fl_mv_dssm import FLMVDSSMConfig, build_job_from_multiview, multiview_of
-from fedrec.algorithms.fl_mv_dssm.baseline import most_popular_metrics
-from fedrec.algorithms.fl_mv_dssm.cohort import view_draws
-from fedrec.algorithms.fl_mv_dssm.steps import VIEW_TRAIN
+from fedrec.algorithms.methods.fl_mv_dssm import (
+    FLMVDSSMConfig,
+    build_job_from_multiview,
+    multiview_of,
+)
+from fedrec.algorithms.methods.fl_mv_dssm.baseline import most_popular_metrics
+from fedrec.algorithms.methods.fl_mv_dssm.cohort import view_draws
+from fedrec.algorithms.methods.fl_mv_dssm.steps import VIEW_TRAIN
 from fedrec.data import RatingDataset
 from fedrec.data.multiview import MultiViewData, cold_start
 from fedrec.data.types import Interactions

@@ -11,7 +11,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import evaluate_splits
-from fedrec.algorithms.gcn_central import build_gcn_central
+from fedrec.algorithms.methods.gcn_central import build_gcn_central
 from fedrec.errors import ConfigError
 from fedrec.metrics.classification import f1_micro
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.gnn_central import GNNCentralConfig, build_gnn_central
+from fedrec.algorithms.methods.gnn_central import GNNCentralConfig, build_gnn_central
 from fedrec.config import build_config
 from fedrec.data import RatingDataset
 from fedrec.errors import ConfigError

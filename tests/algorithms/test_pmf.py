@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.pmf import PMFConfig, build_pmf
+from fedrec.algorithms.methods.pmf import PMFConfig, build_pmf
 from fedrec.config import build_config
 from fedrec.data import InteractionDataset, RatingDataset
 from fedrec.federation.checkpoint import load_checkpoint, save_checkpoint
@@ -104,8 +104,8 @@ def test_rating_units_make_training_scale_free(ml100k: RatingDataset,
 
 def test_implicit_per_user_trains_bpr_on_the_ranking_methods_split(ml100k: RatingDataset,
                                                                    single_thread) -> None:
-    from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
-    from fedrec.algorithms.fedgrec import FedGRecConfig
+    from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
+    from fedrec.algorithms.methods.fedgrec import FedGRecConfig
     from fedrec.algorithms.ncf_common import implicit_split
     from fedrec.data.partition import partition_by_user
     from fedrec.errors import ConfigError

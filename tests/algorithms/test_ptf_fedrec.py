@@ -16,7 +16,7 @@ import torch
 
 from fedrec.algorithms import get_algorithm
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.ptf_fedrec import (
+from fedrec.algorithms.methods.ptf_fedrec import (
     PTFClient,
     PTFFedRecConfig,
     build_ptf_fedrec_job,

@@ -9,7 +9,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import evaluate_splits
-from fedrec.algorithms.saint_central import SAMPLERS, build_saint_central
+from fedrec.algorithms.methods.saint_central import SAMPLERS, build_saint_central
 from fedrec.errors import ConfigError
 
 CPU = torch.device("cpu")

@@ -10,7 +10,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
-from fedrec.algorithms.feras import build_feras_job
+from fedrec.algorithms.methods.feras import build_feras_job
 from fedrec.attacks.attribute_inference import (
     AttributeInferenceAttack,
     deconvolve,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedgnn import FedGNNConfig
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig
 from fedrec.attacks import CrossRoundAttack
 from fedrec.attacks.cross_round import (
     ClientRows,

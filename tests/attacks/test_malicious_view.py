@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from fedrec.algorithms import resolve_config
-from fedrec.algorithms.fl_mv_dssm import FLMVDSSMConfig, multiview_of
-from fedrec.algorithms.fl_mv_dssm.attack import malicious_view_attack
+from fedrec.algorithms.methods.fl_mv_dssm import FLMVDSSMConfig, multiview_of
+from fedrec.algorithms.methods.fl_mv_dssm.attack import malicious_view_attack
 from fedrec.data import RatingDataset
 from fedrec.data.multiview import MultiViewData
 from fedrec.errors import ConfigError

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.fedgnn import FedGNNConfig
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig
 from fedrec.attacks import RatedItemsAttack, guess_rated_items
 from fedrec.attacks.rated_items import GUESS_RULES, row_scores
 from fedrec.config import build_config

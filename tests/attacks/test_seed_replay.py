@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
-from fedrec.algorithms.fedmf import FedMFConfig, build_fedmf_job
-from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec_job
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.methods.fedmf import FedMFConfig, build_fedmf_job
+from fedrec.algorithms.methods.ptf_fedrec import PTFFedRecConfig, build_ptf_fedrec_job
 from fedrec.attacks.seed_replay import (
     FedGNNReplay,
     FedMFKeyReplay,

@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from fedrec.algorithms import get_algorithm
-from fedrec.algorithms.ptf_fedrec import ptf_instruments
+from fedrec.algorithms.methods.ptf_fedrec import ptf_instruments
 from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve, simulate
 from fedrec.engines.flower.deploy import deploy
 from fedrec.errors import ConfigError

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.fedgnn import FedGNNConfig
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig
 from fedrec.config import to_dict
 from fedrec.core.rng import torch_generator
 from fedrec.engines.common import resolve, simulate
@@ -383,7 +383,7 @@ FLMV = {"rounds": 2, "eval_every": 1, "widths": (8, 4), "clients_per_round": 8,
 def multiview_once():
     """Every in-memory node message builds FL-MV-DSSM's job again, as a real SuperNode's process
     does; here they share each multi-view build (deterministic: values unchanged, time saved)."""
-    from fedrec.algorithms.fl_mv_dssm import reuse_multiviews
+    from fedrec.algorithms.methods.fl_mv_dssm import reuse_multiviews
 
     with reuse_multiviews():
         yield
@@ -396,11 +396,12 @@ def test_fl_mv_dssm_views_on_their_devices_node_equal_simulator(
     node's own data, each with its own state and secret; their messages to the device travel as
     sealed mail through the relay and are metered as in the simulator. Tolerance 1e-6 relative:
     a node trains its share of the cohort's views in one stack
-    (:mod:`fedrec.algorithms.fl_mv_dssm.cohort`), padded to that share's widest batch, so float32
+    (:mod:`fedrec.algorithms.methods.fl_mv_dssm.cohort`), padded to that share's widest batch, so
+    float32
     reductions round differently from the simulator's stack of the whole cohort (observed
     ~1e-9 relative on the update norm; the ledgers are equal)."""
-    from fedrec.algorithms.fl_mv_dssm import multiview_of
-    from fedrec.algorithms.fl_mv_dssm.view import VIEW, device_of, name_of
+    from fedrec.algorithms.methods.fl_mv_dssm import multiview_of
+    from fedrec.algorithms.methods.fl_mv_dssm.view import VIEW, device_of, name_of
     from fedrec.engines.common import load_sliced
 
     settings = dict(FLMV, secure_aggregation=secure)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
-from fedrec.algorithms.fedmf import FedMFConfig
+from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.methods.fedmf import FedMFConfig
 from fedrec.config import build_config
 from fedrec.data import RatingDataset
 from fedrec.errors import ConfigError

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
-from fedrec.algorithms.fedavg_gcn import FedAvgGCNConfig, build_fedavg_gcn_job
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
-from fedrec.algorithms.feras import FerasAggregator, FerasConfig, build_feras_job
-from fedrec.algorithms.feras.steps import AVERAGE_EMBEDDINGS, EMBED, EVAL_EMBED
+from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.methods.fedavg_gcn import FedAvgGCNConfig, build_fedavg_gcn_job
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.methods.feras import FerasAggregator, FerasConfig, build_feras_job
+from fedrec.algorithms.methods.feras.steps import AVERAGE_EMBEDDINGS, EMBED, EVAL_EMBED
 from fedrec.config import build_config
 from fedrec.core.codec import Payload
 from fedrec.data import (
@@ -287,7 +287,7 @@ def test_graph_hosts_only_the_changed_host_differs(cora) -> None:
 
 def _view_round_messages(cfg, mv) -> dict[object, list[bytes]]:
     """Round 1 of FL-MV-DSSM: every party's messages, by sender, as wire bytes."""
-    from fedrec.algorithms.fl_mv_dssm import build_job_from_multiview
+    from fedrec.algorithms.methods.fl_mv_dssm import build_job_from_multiview
 
     job = build_job_from_multiview(cfg, mv)
     rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
@@ -304,8 +304,8 @@ def test_fl_mv_dssm_changing_one_view_changes_only_its_messages(ml100k: RatingDa
     # view's messages and its device's upload (which aggregates it), nothing any other view
     # sends, the other view of the same device included.
     from fedrec.algorithms import resolve_config
-    from fedrec.algorithms.fl_mv_dssm import multiview_of
-    from fedrec.algorithms.fl_mv_dssm.view import view_id
+    from fedrec.algorithms.methods.fl_mv_dssm import multiview_of
+    from fedrec.algorithms.methods.fl_mv_dssm.view import view_id
     from fedrec.federation.runtime import sample_cohort
 
     cfg = resolve_config("fl-mv-dssm", "ml-100k",
@@ -497,7 +497,7 @@ def test_feras_a_hosts_private_data_reaches_the_others_only_through_the_as(
 def _fed_mvmf_round_messages(cfg, mv) -> dict[object, list[bytes]]:
     """An evaluation and round 1 of FED-MVMF (both on the initial model, which no client's data
     has reached yet): every party's messages, by sender, as wire bytes."""
-    from fedrec.algorithms.fed_mvmf import build_job_from_multiview
+    from fedrec.algorithms.methods.fed_mvmf import build_job_from_multiview
 
     job = build_job_from_multiview(cfg, mv)
     rt = InProcessRuntime(parties=job.parties, seed=cfg.seed,
@@ -517,8 +517,8 @@ def test_fed_mvmf_changing_one_users_data_changes_only_its_messages(
     # either changes that client's training upload and evaluation, nothing any other client
     # sends (the cohort is computed together, one client at a time).
     from fedrec.algorithms import resolve_config
-    from fedrec.algorithms.fed_mvmf import multiview_of
-    from fedrec.algorithms.fed_mvmf.server import evaluated_clients
+    from fedrec.algorithms.methods.fed_mvmf import multiview_of
+    from fedrec.algorithms.methods.fed_mvmf.server import evaluated_clients
     from fedrec.federation.runtime import sample_cohort
 
     cfg = resolve_config("fed-mvmf", "ml-100k",

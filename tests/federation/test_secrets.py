@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fedgnn import FedGNNConfig, build_fedgnn_job
+from fedrec.algorithms.methods.fedgnn import FedGNNConfig, build_fedgnn_job
 from fedrec.config import build_config
 from fedrec.engines.common import slice_users
 from fedrec.errors import ConfigError

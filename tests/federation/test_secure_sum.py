@@ -26,7 +26,7 @@ import torch
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from fedrec.algorithms.base import FederatedTrainer
-from fedrec.algorithms.fcf import FCFConfig, build_fcf_job
+from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
 from fedrec.config import build_config
 from fedrec.engines.common import load_sliced
 from fedrec.errors import ConfigError, ProtocolError

@@ -1,63 +1,54 @@
-"""Algorithms, one package per method, and the registry the CLI looks names up in.
+"""Algorithms: the method packages, the helpers they share, and the registry the CLI looks
+names up in.
 
-A method's package (``fedrec.algorithms.<method>``) holds its config, client and server and
-exposes the :class:`AlgorithmSpec` it registers; no method imports another (an import-linter
-``independence`` contract). What methods share lives in the modules beside them: ``base``,
-``mf_common``, ``item_gradient`` (FCF's client step, also FedMF's), ``multiview_common``
-(FL-MV-DSSM's and FED-MVMF's multi-view split and device evaluation), ``ncf_common`` (NeuMF
-clients on the implicit split), ``gnn_common`` (FedGNN's model options), ``gcn_common``
-(the node-classification GCNs' options, GraphSAINT sampler options, trainer base
-and evaluation)."""
+Every package in :mod:`fedrec.algorithms.methods` is a method: it holds its config, client and
+server and exposes ``SPEC`` (an :class:`AlgorithmSpec`) or ``SPECS`` (several); the registry
+below discovers them, so adding a method is adding its package. No method imports another (an
+import-linter ``independence`` contract over ``fedrec.algorithms.methods.*``). What methods
+share lives in the modules beside that folder: ``base``, ``mf_common``, ``item_gradient``
+(FCF's client step, also FedMF's), ``multiview_common`` (FL-MV-DSSM's and FED-MVMF's
+multi-view split and device evaluation), ``ncf_common`` (NeuMF clients on the implicit split),
+``gnn_common`` (FedGNN's model options), ``gcn_common`` (the node-classification GCNs'
+options, GraphSAINT sampler options, trainer base and evaluation)."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fedrec.algorithms import (
-    central_ranking,
-    fcf,
-    fed_mvmf,
-    fedavg_gcn,
-    fedavg_ncf,
-    fedgnn,
-    fedgrec,
-    fedmf,
-    feras,
-    fl_mv_dssm,
-    gcn_central,
-    gnn_central,
-    pmf,
-    ptf_fedrec,
-    saint_central,
-)
+from fedrec.algorithms import methods
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
 from fedrec.config import RunConfig, build_config, default_config_text
 from fedrec.errors import ConfigError
 
-# One line per method package: each exposes the AlgorithmSpec(s) it registers. The order is the
-# order ``fedrec algorithms`` lists them in.
-ALGORITHMS: dict[str, AlgorithmSpec] = {
-    spec.name: spec
-    for spec in (
-        pmf.SPEC,
-        fcf.SPEC,
-        fedmf.SPEC,
-        ptf_fedrec.SPEC,
-        fedavg_ncf.SPEC,
-        fedgrec.SPEC,
-        fl_mv_dssm.SPEC,
-        fed_mvmf.SPEC,
-        *central_ranking.SPECS,
-        fedgnn.SPEC,
-        gnn_central.SPEC,
-        fedavg_gcn.SPEC,
-        gcn_central.SPEC,
-        saint_central.SPEC,
-        feras.SPEC,
-    )
-}
+
+def method_packages() -> list[str]:
+    """The method packages' module names (``fedrec.algorithms.methods.<package>``), sorted."""
+    return sorted(f"{methods.__name__}.{m.name}" for m in pkgutil.iter_modules(methods.__path__)
+                  if m.ispkg)
+
+
+def _discover() -> dict[str, AlgorithmSpec]:
+    found: dict[str, AlgorithmSpec] = {}
+    for module_name in method_packages():
+        module = importlib.import_module(module_name)
+        specs = getattr(module, "SPECS", None) or (getattr(module, "SPEC", None),)
+        for spec in specs:
+            if not isinstance(spec, AlgorithmSpec):
+                raise TypeError(f"{module_name} is a method package: it must expose SPEC "
+                                "(an AlgorithmSpec) or SPECS")
+            if spec.name in found:
+                raise TypeError(f"two methods are named {spec.name!r}")
+            found[spec.name] = spec
+    # Listed federated first, then the centralized baselines, each by name.
+    return dict(sorted(found.items(), key=lambda kv: (not kv[1].federated, kv[0])))
+
+
+#: Every registered method by name (discovered from :mod:`fedrec.algorithms.methods`).
+ALGORITHMS: dict[str, AlgorithmSpec] = _discover()
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
@@ -80,4 +71,4 @@ def config_show_text(name: str) -> str:
 
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "FederatedJob", "ServerLogic", "Trainer",
-           "config_show_text", "get_algorithm", "resolve_config"]
+           "config_show_text", "get_algorithm", "method_packages", "resolve_config"]

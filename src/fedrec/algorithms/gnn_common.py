@@ -1,6 +1,6 @@
 """The options of FedGNN's model (:mod:`fedrec.models.gnn`), shared by FedGNN
-(:mod:`fedrec.algorithms.fedgnn`) and its centralized counterpart
-(:mod:`fedrec.algorithms.gnn_central`)."""
+(:mod:`fedrec.algorithms.methods.fedgnn`) and its centralized counterpart
+(:mod:`fedrec.algorithms.methods.gnn_central`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The client step of FCF (:mod:`fedrec.algorithms.fcf`), which FedMF
-(:mod:`fedrec.algorithms.fedmf`) runs unchanged under encryption: user factors never leave the
+"""The client step of FCF (:mod:`fedrec.algorithms.methods.fcf`), which FedMF
+(:mod:`fedrec.algorithms.methods.fedmf`) runs unchanged under encryption: user factors never leave
+the
 device, the item rows a client touched go back as gradients.
 
 Each client takes ``local_steps`` gradient steps (``lr_user``, on its mean loss) on its own user

@@ -1,7 +1,8 @@
 """NeuMF clients on implicit feedback: the split, the clients' options and their vectorised local
-training and evaluation, called by PTF-FedRec (:mod:`fedrec.algorithms.ptf_fedrec`) and FedAvg over
-NeuMF (:mod:`fedrec.algorithms.fedavg_ncf`); the centralized ranking baselines
-(:mod:`fedrec.algorithms.central_ranking`) use the split.
+training and evaluation, called by PTF-FedRec (:mod:`fedrec.algorithms.methods.ptf_fedrec`) and
+FedAvg over
+NeuMF (:mod:`fedrec.algorithms.methods.fedavg_ncf`); the centralized ranking baselines
+(:mod:`fedrec.algorithms.methods.central_ranking`) use the split.
 
 Local training (:meth:`NeuMFCohort.fit`): each client trains its NeuMF (:mod:`fedrec.models.ncf`)
 for ``local_epochs`` epochs (Adam ``client_lr``, batch ``client_batch``, BCE with the batch mean)
@@ -51,7 +52,8 @@ InitialRows = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.T
 class ImplicitSplitConfig(RunConfig):
     """Ratings as implicit positives, their train/test split (:func:`implicit_dataset`) and the
     top-K cut-off: one definition for PTF-FedRec, FedAvg-NeuMF and the centralized ranking
-    baselines (:mod:`fedrec.algorithms.central_ranking`), so equal options mean equal test sets
+    baselines (:mod:`fedrec.algorithms.methods.central_ranking`), so equal options mean equal test
+    sets
     (:func:`implicit_split`)."""
 
     # Ratings become implicit positives; a per-user 80/20 re-split of train + test (seed
@@ -72,7 +74,7 @@ class ImplicitSplitConfig(RunConfig):
 @dataclass
 class NCFClientConfig(ImplicitSplitConfig):
     """The NeuMF clients' local training (and the split), shared by PTF-FedRec and its
-    parameter-transmission baseline FedAvg-NeuMF (:mod:`fedrec.algorithms.fedavg_ncf`)."""
+    parameter-transmission baseline FedAvg-NeuMF (:mod:`fedrec.algorithms.methods.fedavg_ncf`)."""
 
     client_dim: int = option(16, "client NeuMF: GMF and MLP embedding size")
     client_layers: tuple[int, ...] = option((16, 8), "client MLP tower after concat(user_mlp, "

@@ -1,7 +1,7 @@
 """Which words does a node have? Feras's aggregation server (AS) reconstructs node attributes
 from the first-layer embeddings and weights it receives (issue 17, item 7).
 
-Target: :mod:`fedrec.algorithms.feras`. In evaluation each host uploads to the AS (step
+Target: :mod:`fedrec.algorithms.methods.feras`. In evaluation each host uploads to the AS (step
 ``eval_embed``) the ids of its visible nodes and their first-layer embeddings over the whole
 graph without dropout, ``H = ReLU(A_hat X_n W1 + b1)`` restricted to those rows, where ``X_n``
 is the host's row-normalised attribute matrix (zero rows for the nodes it cannot see) and

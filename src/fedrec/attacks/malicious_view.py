@@ -1,6 +1,6 @@
 """A malicious view reads an innocent view's gradient from the device's local aggregate.
 
-Target: FL-MV-DSSM (:mod:`fedrec.algorithms.fl_mv_dssm`), whose threat model (Huang et al.,
+Target: FL-MV-DSSM (:mod:`fedrec.algorithms.methods.fl_mv_dssm`), whose threat model (Huang et al.,
 Section IV) includes a view that sends *null updates* of the shared item sub-model so that the
 device's aggregate of the views' item updates is the innocent views' alone. With two views and
 ``|B| = N = 2`` the local aggregate is ``(clip(g_innocent) + clip(0) + noise) / 2``, so the

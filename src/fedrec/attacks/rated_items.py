@@ -1,12 +1,14 @@
 """Which items did a FedGNN client rate? A curious server's guess from the client's upload.
 
-Target: FedGNN (Wu et al., KDD 2021; :mod:`fedrec.algorithms.fedgnn`). In step ``"train"`` each
+Target: FedGNN (Wu et al., KDD 2021; :mod:`fedrec.algorithms.methods.fedgnn`). In step ``"train"``
+each
 selected client uploads ``{"items", "grad_items", "grad_model"}`` (plus its training ``"loss"``
 when no local DP is claimed): the ids of its rated
 items plus ``M`` pseudo items (unrated, drawn at random), shuffled together, with one gradient row
 per id. Real rows are the gradients of the client's loss w.r.t. those items' embeddings; pseudo
 rows are drawn from a Gaussian with the real rows' mean and covariance
-(:meth:`~fedrec.algorithms.fedgnn.FedGNNClient.pseudo`). With LDP the whole upload is clipped in
+(:meth:`~fedrec.algorithms.methods.fedgnn.FedGNNClient.pseudo`). With LDP the whole upload is
+clipped in
 L-infinity and gets Laplace noise per coordinate.
 
 Threat model: the recommendation server is honest-but-curious. It follows the protocol and reads

@@ -12,7 +12,8 @@ functionally as :mod:`fedrec.models.gcn`.
 (:func:`fedrec.models.gcn.subgraph_adjacency`). Feras's paper puts a ReLU after every layer;
 the dense layer's output here is the logits, since a ReLU before the softmax would only clip
 negative scores. The steps are separate functions because Feras's hosts share what lies between
-them (:mod:`fedrec.algorithms.feras.model`); :func:`logits` chains them for a model that shares
+them (:mod:`fedrec.algorithms.methods.feras.model`); :func:`logits` chains them for a model that
+shares
 nothing (centralized GraphSAINT on the same network). Dropout masks come from the caller's
 generator, drawn in the order ``X``, ``H1``, ``H2``.
 """

@@ -88,7 +88,8 @@ class LightGCNConv:
     layer combination ``e = sum_k alpha_k e^(k)`` with ``alpha_k = 1 / (K + 1)``
     (:meth:`combine`). Arguments: ``num_layers`` ``K >= 0`` (0: the representation is
     ``E^(0)``). :meth:`layers` returns ``[E^(0), ..., E^(K)]``: FedGRec's latent embeddings are
-    exactly these ``E^(k)``, ``k >= 1`` (:mod:`fedrec.algorithms.fedgrec`), which compute one
+    exactly these ``E^(k)``, ``k >= 1`` (:mod:`fedrec.algorithms.methods.fedgrec`), which compute
+    one
     half of a layer at a time with :func:`bipartite_propagate`."""
 
     def __init__(self, num_layers: int) -> None:

@@ -1,7 +1,7 @@
-"""One minibatch epoch: the training loop of PMF (:mod:`fedrec.algorithms.pmf`), of the
-centralized GNN (:mod:`fedrec.algorithms.gnn_central`), of the centralized ranking baselines
-(:mod:`fedrec.algorithms.central_ranking`) and of PTF-FedRec's server
-(:mod:`fedrec.algorithms.ptf_fedrec`).
+"""One minibatch epoch: the training loop of PMF (:mod:`fedrec.algorithms.methods.pmf`), of the
+centralized GNN (:mod:`fedrec.algorithms.methods.gnn_central`), of the centralized ranking baselines
+(:mod:`fedrec.algorithms.methods.central_ranking`) and of PTF-FedRec's server
+(:mod:`fedrec.algorithms.methods.ptf_fedrec`).
 
 The caller draws the epoch's order and owns every random draw the loss makes (NGCF's dropout);
 the loop itself draws nothing, so the draws happen in the order they did in each caller's own

@@ -287,7 +287,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     lines.append(markdown_table(["dataset", *METHODS], optimism))
     lines.append(f"FedMF (Paillier) runs on ML-100K only, one seed, with {FEDMF_BUDGET}: "
                  "each round encrypts the item table for every selected client (see "
-                 "`fedrec.algorithms.fedmf`); its RMSE is that of a barely trained model and "
+                 "`fedrec.algorithms.methods.fedmf`); its RMSE is that of a barely trained "
+                 "model and "
                  "shows the cost of encrypted aggregation, not FedMF's accuracy.\n")
     lines.append("FedGNN runs use δ (clip) 0.1, λ (Laplace) 0.2, M 1000 pseudo items; ε is "
                  "the local DP of the gradient values a client uploads: one whole upload of d "

@@ -8,7 +8,8 @@ with ``implicit: per-user``), so every row of a table ranks the same test rows:
 
 * **Accuracy** (Recall@20 / NDCG@20, mean ± std over ``--seeds`` seeds, each at its round chosen
   on validation): FedGRec (K = 3, dim 64, refresh period 2), the same with
-  ``own_edge_gradient`` (ours, not the paper's: :mod:`fedrec.algorithms.fedgrec`, Step 3; its
+  ``own_edge_gradient`` (ours, not the paper's: :mod:`fedrec.algorithms.methods.fedgrec`, Step 3;
+  its
   gain over FedGRec paired by seed), the same with our user fit as well (``user_fit_train_steps``
   50, ``user_fit_steps`` 200; evaluated every 30 rounds on ML-100K, and on Gowalla run for 10
   epochs, where it meets the issue's target; its gain over the own-edge row paired by seed where
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrec.algorithms.fedgrec import FedGRecConfig
+from fedrec.algorithms.methods.fedgrec import FedGRecConfig
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.errors import DataError

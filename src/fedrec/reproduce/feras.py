@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrec.algorithms.feras import FerasConfig
+from fedrec.algorithms.methods.feras import FerasConfig
 from fedrec.reproduce.report import (
     ci95,
     finish_report,

@@ -7,13 +7,15 @@ validation):
 
 * **Table II (cold start)**: FL-MV-DSSM with ``cold_start`` users, items and users-items (10% held
   out, noise off), each beside FED-MVMF on the same scenario (a new user's factor from its
-  views, a new item's from its features: :mod:`fedrec.algorithms.fed_mvmf`) and a most-popular
+  views, a new item's from its features: :mod:`fedrec.algorithms.methods.fed_mvmf`) and a
+  most-popular
   ranking of the same held-out rows, computed here (the fallback a recommender without
   features would use; a cold item has no training count, so it ranks last there).
 * **Table III (variants)**: FL-MV-DSSM, SEMI-FL-MV-DSSM (``aggregate_user_sub_model: false``)
   and FL-DSSM on each single view (``views: [demographics]``, ``views: [svd]``), each with the
   paper's Gaussian mechanism (sigma 1) and with the noise off; centralized DSSM per view
-  (:class:`fedrec.algorithms.fl_mv_dssm.baseline.CentralDSSM`, not a ``fedrec run`` algorithm:
+  (:class:`fedrec.algorithms.methods.fl_mv_dssm.baseline.CentralDSSM`, not a ``fedrec run``
+  algorithm:
   trained here, ``CENTRAL_EPOCHS`` epochs, the epoch chosen on validation Recall@10); FCF
   (``fcf`` with ``implicit: per-user``, ``topk: 10``), whose split is the per-user 80/20 one, not
   FL-MV-DSSM's random 80/20 of all positives, so its row ranks other test rows; FED-MVMF
@@ -25,7 +27,7 @@ validation):
 * **Fig. 2**: Precision@10 and Recall@10 per evaluated round (``history``) of FL-MV-DSSM, SEMI and
   both FL-DSSMs (noise off), and centralized DSSM per epoch (same axes, epochs for rounds).
 * **Privacy**: the malicious-view attack
-  (:func:`fedrec.algorithms.fl_mv_dssm.attack.attack_table_rows`, as
+  (:func:`fedrec.algorithms.methods.fl_mv_dssm.attack.attack_table_rows`, as
   ``bench/fl_mv_dssm_attack_table.py``) for each sigma, next to the epsilon each run reports.
 
 Neither the centralized DSSM nor the attack is a run of the grid: ``--only`` names them by the
@@ -41,7 +43,7 @@ steps of 1,024 positives (:data:`QUICK_CENTRAL`), one FCF round, one FED-MVMF ro
 clients each (evaluated on the same sample size; the cold-start ones too) and the attack at
 sigma 0 and 1 with 4 devices: it tests the pipeline, not the method. Every run and report
 figure of one process shares one multi-view build of the split
-(:func:`fedrec.algorithms.fl_mv_dssm.reuse_multiviews`).
+(:func:`fedrec.algorithms.methods.fl_mv_dssm.reuse_multiviews`).
 """
 
 from __future__ import annotations
@@ -125,14 +127,14 @@ def _config(overrides: dict[str, Any]) -> Any:
 
 
 def _multiview(overrides: dict[str, Any], ds: Dataset) -> Any:
-    from fedrec.algorithms.fl_mv_dssm import multiview_of
+    from fedrec.algorithms.methods.fl_mv_dssm import multiview_of
 
     return multiview_of(_config(overrides), ds)
 
 
 def most_popular(overrides: dict[str, Any], ds: Dataset) -> dict[str, float]:
     """Most-popular ranking of the split ``overrides`` make (computed here, not a run)."""
-    from fedrec.algorithms.fl_mv_dssm.baseline import most_popular_metrics
+    from fedrec.algorithms.methods.fl_mv_dssm.baseline import most_popular_metrics
 
     return most_popular_metrics(_multiview(overrides, ds), 10)
 
@@ -150,7 +152,7 @@ def central_dssm(out: Path, view: str, seed: int, quick: bool, ds: Dataset,
     """Centralized DSSM on ``view`` (trained here; cached in ``OUT/central/``): each epoch's
     validation and test metrics and the test metrics at the best validation Recall@10.
     ``train=False``: only the cached result (None if there is none)."""
-    from fedrec.algorithms.fl_mv_dssm.baseline import CentralDSSM
+    from fedrec.algorithms.methods.fl_mv_dssm.baseline import CentralDSSM
 
     opts = QUICK_CENTRAL if quick else {"epochs": CENTRAL_EPOCHS, "batch": None,
                                         "max_steps": None}
@@ -204,7 +206,7 @@ def _curve(runs: list[dict[str, Any]], name: str, key: str = "eval") -> tuple[li
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
                  central: dict[str, list[dict[str, Any]]], attack: list[dict[str, Any]],
                  ds: Dataset, quick: bool) -> Path:
-    from fedrec.algorithms.fl_mv_dssm.attack import attack_table_markdown
+    from fedrec.algorithms.methods.fl_mv_dssm.attack import attack_table_markdown
 
     head = ["model", *METRICS]
     lines = ["# FL-MV-DSSM reproduction (`fedrec reproduce fl-mv-dssm"
@@ -277,7 +279,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
               data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
               run_missing: RunMissing = True) -> Path:
-    from fedrec.algorithms.fl_mv_dssm import reuse_multiviews
+    from fedrec.algorithms.methods.fl_mv_dssm import reuse_multiviews
 
     if quick:
         seeds = 1
@@ -298,7 +300,7 @@ def attack_rows(out: Path, quick: bool, ds: Dataset, run: bool = True) -> list[d
     """The malicious-view table's rows (cached in ``OUT/attack.json``, as the centralized
     results are, so that a later report made without running it keeps it); ``run=False``:
     only the cached rows (none if there are none)."""
-    from fedrec.algorithms.fl_mv_dssm.attack import attack_table_rows
+    from fedrec.algorithms.methods.fl_mv_dssm.attack import attack_table_rows
 
     opts = json.loads(json.dumps(QUICK_ATTACK if quick else
                                  {"sigmas": ATTACK_SIGMAS, "devices": ATTACK_DEVICES}))

@@ -157,7 +157,7 @@ def bytes_per_client_round(run: dict[str, Any]) -> float:
 
 def popularity(ds: InteractionDataset, split_overrides: dict[str, Any]) -> dict[str, float]:
     """Most-popular ranking on PTF-FedRec's split (the floor every model must beat)."""
-    from fedrec.algorithms.ptf_fedrec import PTFFedRecConfig
+    from fedrec.algorithms.methods.ptf_fedrec import PTFFedRecConfig
     from fedrec.config import build_config
 
     cfg = build_config(PTFFedRecConfig, "ptf-fedrec", ds.name, overrides=split_overrides)
