@@ -152,6 +152,30 @@ def test_non_finite_side_information_is_a_one_line_config_error(mv: MultiViewDat
     assert "\n" not in str(e.value)
 
 
+def test_the_server_from_metadata_and_public_facts(mv: MultiViewData) -> None:
+    """A deployment's server (built from metadata and the public facts a client's node reports,
+    through JSON as on the wire) starts from the simulator's ``V``, ``A``, ``B`` and ``Z`` and
+    declares the same clients; the facts hold no user's row."""
+    from fedrec.algorithms.methods.fed_mvmf import build_fed_mvmf_job
+    from fedrec.data import public_meta
+    from fedrec.engines.common import metadata_dataset
+
+    cfg = config()
+    job = build_job_from_multiview(cfg, mv)
+    assert job.public_facts["user_feature_dim"] == 53 and job.service_roles == []
+    meta = json.loads(json.dumps({**public_meta(mv.task), "facts": job.public_facts}))
+    served = build_fed_mvmf_job(cfg, metadata_dataset(meta, job.client_ids), torch.device("cpu"))
+    assert served.client_ids == job.client_ids
+    assert all(p.data is None for p in served.parties)
+    assert torch.equal(served.server.z, job.server.z)
+    assert all(torch.equal(getattr(served.server, k), getattr(job.server, k)) for k in "vab")
+    with pytest.raises(ConfigError, match="public facts"):
+        build_fed_mvmf_job(cfg, metadata_dataset(public_meta(mv.task), [0]), torch.device("cpu"))
+    with pytest.raises(ConfigError, match="cold start"):
+        build_fed_mvmf_job(config(cold_start="users"), metadata_dataset(meta, [0]),
+                           torch.device("cpu"))
+
+
 def test_fedrec_run_fed_mvmf_through_the_cli(tmp_path: Path, data_root: Path, ml100k) -> None:
     out = tmp_path / "run"
     argv = ["--data-dir", str(data_root), "run", "fed-mvmf", "--dataset", "ml-100k",

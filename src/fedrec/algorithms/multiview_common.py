@@ -1,12 +1,14 @@
 """Pieces shared by the methods on FL-MV-DSSM's multi-view data (FL-MV-DSSM, FED-MVMF): the
-multi-view build of a loaded dataset (one split for every method, reusable within a process)
-and the federated evaluation of one device's scores (Precision/Recall/NDCG@K and AUC)."""
+multi-view build of a loaded dataset (one split for every method, reusable within a process),
+what a deployment's server may build from (:func:`deployment_facts`) and the federated
+evaluation of one device's scores (Precision/Recall/NDCG@K and AUC)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,7 +23,7 @@ from fedrec.data.multiview import (
     build_multiview,
     cold_start,
 )
-from fedrec.data.types import KNOWN_SPLITS, Dataset, Interactions, no_rows
+from fedrec.data.types import KNOWN_SPLITS, Dataset, Interactions, no_rows, public_facts
 from fedrec.errors import ConfigError
 from fedrec.metrics.classification import auc
 from fedrec.metrics.ranking import per_user_topk_metrics
@@ -106,6 +108,21 @@ def _build_multiview(dataset: Dataset, split: str, test_fraction: float, split_s
     every = dataclasses.replace(dataset, train=rows.select(order), valid=no_rows(),
                                 test=no_rows())
     return build_multiview(every, split, test_fraction, split_seed, held_aside_fraction)
+
+
+def deployment_facts(method: str, cfg: MultiViewSplitConfig, dataset: Dataset) -> dict[str, Any]:
+    """The public facts a multi-view method's server is built from on a deployment: those the
+    client nodes reported beside the metadata-only ``dataset`` (``{}`` on the probe). The data
+    (features, rows, the split) stays on the nodes, so the server never builds the multi-view
+    data itself. Cold start is refused: the server would have to know which clients are warm
+    (have training positives), and that is each client's own data, not a public fact."""
+    facts = public_facts(dataset)
+    if facts is None:
+        raise ConfigError(f"{method}: a metadata-only dataset without the nodes' public facts")
+    if cfg.cold_start != "none":
+        raise ConfigError(f"{method}: cold start is not deployable yet (the server would need "
+                          "the warm clients)")
+    return facts
 
 
 def items_by_user(rows: Interactions, num_users: int) -> list[np.ndarray]:

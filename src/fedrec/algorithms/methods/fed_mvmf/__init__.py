@@ -44,6 +44,12 @@ with the factor its side information gives, ``(w_Z B^T B + lambda I)^-1 w_Z B^T 
 predicts a cold item. Which items are new is public (the catalogue publishes its new items:
 the scenario's held-out items), so the server applies it; nothing about a client is needed.
 
+Deployment (Flower). The ServerApp builds the server from public metadata
+(:func:`build_job_from_metadata`): ``V``, ``A``, ``B`` from the public seed and ``Z`` and the
+width of ``Y`` from the public facts the client nodes report
+(:mod:`~fedrec.algorithms.methods.fed_mvmf.facts`); every ``X`` and ``Y`` row is built on its
+client's node. Cold start is not deployable yet (the server would need the warm clients).
+
 Where this implementation chose. Only the paper's abstract and introduction were at hand, not
 its method section, so its exact weights and update schedule are not taken from its text: the
 confidence ``1 + alpha`` and ALS user step are FCF's; the two side-information terms carry
@@ -68,10 +74,11 @@ import torch
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.methods.fed_mvmf.client import MVMFClient, MVMFClientData
 from fedrec.algorithms.methods.fed_mvmf.config import FedMVMFConfig
+from fedrec.algorithms.methods.fed_mvmf.facts import job_facts, server_inputs
 from fedrec.algorithms.methods.fed_mvmf.server import FedMVMFServer
-from fedrec.algorithms.multiview_common import items_by_user, multiview_of
+from fedrec.algorithms.multiview_common import deployment_facts, items_by_user, multiview_of
 from fedrec.data.multiview import MultiViewData, new_items
-from fedrec.data.types import Dataset
+from fedrec.data.types import Dataset, is_metadata_only
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.runtime import Party
@@ -102,11 +109,26 @@ def build_job_from_multiview(cfg: FedMVMFConfig, mv: MultiViewData) -> Federated
                                     y[u].copy()))
                for u in clients]
     return FederatedJob(server=FedMVMFServer(cfg, mv.item_features, y.shape[1], **server_args),
-                        parties=parties)
+                        parties=parties, public_facts=job_facts(mv.item_features, y.shape[1]))
+
+
+def build_job_from_metadata(cfg: FedMVMFConfig, dataset: Dataset) -> FederatedJob:
+    """The server's job on a deployment (a metadata-only ``dataset``): the server from the
+    public facts a client's node reported (the catalogue's item features ``Z`` and the width of
+    ``Y``: :mod:`~fedrec.algorithms.methods.fed_mvmf.facts`) and the clients, one per client
+    the nodes host, without data (each node builds its own clients' rows)."""
+    z, user_feature_dim = server_inputs(deployment_facts("fed-mvmf", cfg, dataset),
+                                        dataset.num_items)
+    logic = MVMFClient(cfg, dataset.num_items)
+    clients = [int(u) for u in dataset.user_ids()]  # the nodes' clients, in the simulator's order
+    return FederatedJob(server=FedMVMFServer(cfg, z, user_feature_dim),
+                        parties=[Party(u, CLIENT, logic) for u in clients])
 
 
 def build_fed_mvmf_job(cfg: FedMVMFConfig, dataset: Dataset,
                        device: torch.device) -> FederatedJob:
+    if is_metadata_only(dataset):
+        return build_job_from_metadata(cfg, dataset)
     return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
 
 
@@ -122,4 +144,5 @@ SPEC = AlgorithmSpec(
 )
 
 __all__ = ["SPEC", "FedMVMFConfig", "FedMVMFServer", "MVMFClient", "MVMFClientData",
-           "build_fed_mvmf_job", "build_job_from_multiview", "multiview_of"]
+           "build_fed_mvmf_job", "build_job_from_metadata", "build_job_from_multiview",
+           "multiview_of"]

@@ -74,9 +74,14 @@ from fedrec.algorithms.methods.fl_mv_dssm.device import (
 )
 from fedrec.algorithms.methods.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
 from fedrec.algorithms.methods.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
-from fedrec.algorithms.multiview_common import items_by_user, multiview_of, reuse_multiviews
+from fedrec.algorithms.multiview_common import (
+    deployment_facts,
+    items_by_user,
+    multiview_of,
+    reuse_multiviews,
+)
 from fedrec.data.multiview import MultiViewData, new_items
-from fedrec.data.types import Dataset, is_metadata_only, public_facts
+from fedrec.data.types import Dataset, is_metadata_only
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
 from fedrec.federation.runtime import Party
@@ -122,12 +127,7 @@ def build_job_from_metadata(cfg: FLMVDSSMConfig, dataset: Dataset) -> FederatedJ
     view's width) and the devices, one per client the nodes host, without data. The views hold
     data of their devices only: they are not declared here (their nodes build them). On the
     probe (no facts) the widths are placeholders: it is asked only for the job's roles."""
-    facts = public_facts(dataset)
-    if facts is None:
-        raise ConfigError("fl-mv-dssm: a metadata-only dataset without the nodes' public facts")
-    if cfg.cold_start != "none":
-        raise ConfigError("fl-mv-dssm: cold start is not deployable yet (the server would need "
-                          "the warm devices)")
+    facts = deployment_facts("fl-mv-dssm", cfg, dataset)
     dims = {name: int(facts.get("view_dims", {}).get(name, 1)) for name in cfg.views}
     server = FLMVDSSMServer(cfg, int(facts.get("item_dim", 1)), dims)
     logic = DeviceLogic(cfg, server.upload_size, dataset.num_items)
