@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from fedrec.algorithms.contract import Contract
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset, check_split
 from fedrec.errors import ConfigError
@@ -65,6 +66,15 @@ class ServerLogic(ABC):
         ``epsilon`` over the whole run) or "no formal guarantee" with what protects the data and
         any measured attack F1. None: the runner reports no protection at all."""
         return None
+
+    def receives(self) -> dict[str, str]:
+        """Every kind of message the server receives in this configuration, by step name, with
+        what it holds (``{"train": "the cohort's masked gradient vectors", ...}``): the privacy
+        report lists it under ``server_receives`` (:meth:`FederatedTrainer.privacy_report`),
+        and the conformance suite checks that no message the server receives is missing.
+        Steps of the shared protocols are named by their modules (secure sums:
+        :func:`fedrec.federation.secure_sum.receives`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say what it receives")
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
         """Hand the server the experimenter's instruments built by
@@ -144,6 +154,16 @@ class FederatedJob:
         return sorted({p.role for p in self.parties if p.role != CLIENT and p.host is None})
 
 
+def privacy_report_of(server: ServerLogic) -> dict[str, Any] | None:
+    """A run's privacy report, on every engine: the server's own
+    (:meth:`ServerLogic.privacy_report`) with what the server receives
+    (:meth:`ServerLogic.receives`) under ``server_receives``."""
+    report = server.privacy_report()
+    if report is None:
+        return None
+    return {**report, "server_receives": server.receives()}
+
+
 class Trainer(ABC):
     """What the runner drives, round by round."""
 
@@ -203,7 +223,7 @@ class FederatedTrainer(Trainer):
         self.runtime.load_state_dict(state["runtime"])
 
     def privacy_report(self) -> dict[str, Any] | None:
-        return self.job.server.privacy_report()
+        return privacy_report_of(self.job.server)
 
     def reproducible(self) -> bool | None:
         return self.runtime.reproducible
@@ -242,6 +262,9 @@ class AlgorithmSpec:
     #: ServerApp attaches them only when the experimenter hands it the ground truth
     #: (``fedrec deploy --experimenter-oracle``).
     instruments: Callable[[RunConfig, Dataset], dict[str, Any]] | None = None
+    #: How the conformance suite checks a federated method (:mod:`fedrec.algorithms.contract`):
+    #: its slice, settings, tolerances and declared exemptions.
+    contract: Contract = field(default_factory=Contract)
 
     def __post_init__(self) -> None:
         if (self.build is None) == (self.build_job is None):

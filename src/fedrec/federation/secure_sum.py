@@ -95,6 +95,7 @@ __all__ = [
     "SparseUpload",
     "plain_message",
     "protection_text",
+    "receives",
     "requested_cohort",
     "run_secure_sum",
     "secure_sum_config",
@@ -111,6 +112,19 @@ STEP_SHARE = "secagg_share"
 STEP_MASK = "secagg_mask"
 STEP_UNMASK = "secagg_unmask"
 SECAGG_STEPS = (STEP_SHARE, STEP_MASK, STEP_UNMASK)
+
+
+def receives(advertised_in: str) -> dict[str, str]:
+    """What a server running secure sums receives, by step (for
+    :meth:`fedrec.algorithms.base.ServerLogic.receives`): the keys advertised in the method's
+    own step ``advertised_in``, then the protocol's three steps."""
+    return {
+        advertised_in: "each cohort client's two X25519 public keys (the secure sum's U1)",
+        STEP_SHARE: "each client's Shamir shares of its secrets, encrypted for other clients",
+        STEP_MASK: "each client's masked input (uniform in the ring without the others' masks)",
+        STEP_UNMASK: "each client's shares of survivors' self-mask seeds and dropped clients' "
+                     "mask keys: the masks' removal yields the cohort's sum only",
+    }
 STATE_KEY = "secagg"
 REQUEST_KEY = "secagg_cohort"
 

@@ -44,7 +44,13 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import AlgorithmSpec, ServerLogic, Trainer, observe
+from fedrec.algorithms.base import (
+    AlgorithmSpec,
+    ServerLogic,
+    Trainer,
+    observe,
+    privacy_report_of,
+)
 from fedrec.config import RunConfig, to_dict
 from fedrec.data.types import FACTS
 from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve
@@ -79,7 +85,7 @@ class FlowerTrainer(Trainer):
         self.ledger.load_state_dict(state["ledger"])
 
     def privacy_report(self) -> dict[str, Any] | None:
-        return self.server.privacy_report()
+        return privacy_report_of(self.server)
 
 
 def _write_json(path: Path, data: Any) -> None:

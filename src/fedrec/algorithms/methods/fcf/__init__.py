@@ -51,6 +51,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fcf.client import FCFClient
 from fedrec.algorithms.methods.fcf.config import FCFConfig
 from fedrec.algorithms.methods.fcf.server import FCFServer
@@ -78,6 +79,10 @@ SPEC = AlgorithmSpec(
     config_cls=FCFConfig,
     dataset_kinds=("rating", "interaction"),
     build_job=build_fcf_job,
+    contract=Contract(
+        settings={"dim": 16},
+        dp_settings={"dp": "distributed", "noise_multiplier": 1.0, "clients_per_round": 40},
+    ),
 )
 
 __all__ = ["SPEC", "FCFClient", "FCFConfig", "FCFServer", "build_fcf_job"]

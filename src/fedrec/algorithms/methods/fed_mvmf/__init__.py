@@ -72,6 +72,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fed_mvmf.client import MVMFClient, MVMFClientData
 from fedrec.algorithms.methods.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.methods.fed_mvmf.facts import job_facts, server_inputs
@@ -141,6 +142,7 @@ SPEC = AlgorithmSpec(
     config_cls=FedMVMFConfig,
     dataset_kinds=("rating",),
     build_job=build_fed_mvmf_job,
+    contract=Contract(settings={"dim": 8, "clients_per_round": 16}),
 )
 
 __all__ = ["SPEC", "FedMVMFConfig", "FedMVMFServer", "MVMFClient", "MVMFClientData",

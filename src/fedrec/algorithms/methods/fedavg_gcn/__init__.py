@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedavg_gcn.client import GCNHost, host_id
 from fedrec.algorithms.methods.fedavg_gcn.config import FedAvgGCNConfig
 from fedrec.algorithms.methods.fedavg_gcn.server import FedAvgGCNServer
@@ -52,6 +53,8 @@ SPEC = AlgorithmSpec(
     config_cls=FedAvgGCNConfig,
     dataset_kinds=("graph",),
     build_job=build_fedavg_gcn_job,
+    contract=Contract(dataset="cora", max_users=None,
+                        settings={"num_hosts": 4, "local_epochs": 2}),
 )
 
 __all__ = ["SPEC", "FedAvgGCNConfig", "build_fedavg_gcn_job"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedavg_ncf.client import FedAvgNCFClient
 from fedrec.algorithms.methods.fedavg_ncf.config import FedAvgNCFConfig, server_param_names
 from fedrec.algorithms.methods.fedavg_ncf.server import FedAvgNCFServer
@@ -53,6 +54,7 @@ SPEC = AlgorithmSpec(
     config_cls=FedAvgNCFConfig,
     dataset_kinds=("rating", "interaction"),
     build_job=build_fedavg_ncf_job,
+    contract=Contract(settings={"local_epochs": 1}),
 )
 
 __all__ = ["SPEC", "FedAvgNCFClient", "FedAvgNCFConfig", "FedAvgNCFServer", "build_fedavg_ncf_job",

@@ -101,6 +101,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedgrec.client import FedGRecClient
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
 from fedrec.algorithms.methods.fedgrec.server import FedGRecServer
@@ -126,6 +127,8 @@ SPEC = AlgorithmSpec(
     config_cls=FedGRecConfig,
     dataset_kinds=("rating", "interaction"),
     build_job=build_fedgrec_job,
+    contract=Contract(settings={"dim": 8, "num_layers": 1, "refresh_period": 2,
+                                 "local_steps": 2, "clients_per_round": 16}),
 )
 
 __all__ = ["SPEC", "FedGRecClient", "FedGRecConfig", "FedGRecServer", "build_fedgrec_job"]

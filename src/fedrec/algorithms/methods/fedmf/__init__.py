@@ -55,6 +55,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedmf.client import FedMFClient
 from fedrec.algorithms.methods.fedmf.config import UPLOAD_MODES, FedMFConfig
 from fedrec.algorithms.methods.fedmf.server import FedMFServer
@@ -80,6 +81,13 @@ SPEC = AlgorithmSpec(
     config_cls=FedMFConfig,
     dataset_kinds=("rating",),
     build_job=build_fedmf_job,
+    contract=Contract(
+        settings={"key_bits": 512, "clients_per_round": 3, "dim": 4, "upload": "part"},
+        exempt={"privacy_boundary": "its uploads are Paillier ciphertexts randomised from the "
+                "OS CSPRNG (semantic security): two runs' messages differ whatever the data; "
+                "what they encrypt is FCF's client step (fedrec.algorithms.item_gradient), "
+                "which fcf's check covers"},
+    ),
 )
 
 __all__ = ["SPEC", "UPLOAD_MODES", "FedMFClient", "FedMFConfig", "FedMFServer", "build_fedmf_job"]

@@ -56,6 +56,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.gcn_common import require_graph
 from fedrec.algorithms.methods.feras.aggregator import FerasAggregator
 from fedrec.algorithms.methods.feras.config import SCHEDULES, FerasConfig
@@ -112,6 +113,9 @@ SPEC = AlgorithmSpec(
     dataset_kinds=("graph",),
     build_job=build_feras_job,
     instruments=feras_instruments,
+    contract=Contract(dataset="cora", max_users=None,
+                        settings={"num_hosts": 4, "hidden": 16, "iterations_per_round": 2,
+                                  "weight_every": 2, "presample": 20}),
 )
 
 __all__ = ["SCHEDULES", "SPEC", "FerasAggregator", "FerasConfig", "FerasHost", "FerasServer",

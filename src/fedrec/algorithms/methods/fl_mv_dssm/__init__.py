@@ -66,6 +66,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
+from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.methods.fl_mv_dssm.device import (
     DeviceData,
@@ -151,6 +152,14 @@ SPEC = AlgorithmSpec(
     config_cls=FLMVDSSMConfig,
     dataset_kinds=("rating",),
     build_job=build_fl_mv_dssm_job,
+    contract=Contract(
+        settings={"widths": (8, 4), "clients_per_round": 8, "eval_devices": 12,
+                  "local_epochs": 1, "client_batch": 50, "secagg_clip": 8.0},
+        flower_tolerance=1e-6,
+        flower_tolerance_reason="a SuperNode trains its share of the cohort's views in one "
+        "stack padded to that share's widest batch, the simulator the whole cohort's: float32 "
+        "reductions round differently (observed ~1e-9 relative)",
+    ),
 )
 
 __all__ = ["SPEC", "DeviceLogic", "FLMVDSSMConfig", "FLMVDSSMServer", "ViewLogic",

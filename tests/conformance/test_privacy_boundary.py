@@ -1,0 +1,102 @@
+"""Changing one party's data changes only that party's messages, for every federated method.
+
+One client (the first that speaks in round 1) is given another client's data (every array of
+it; its identity kept), and the whole run -- two rounds, each evaluated -- is replayed. The
+property, read off the runtime's observers and nothing of the method's: a message of any other
+party may differ only after that party received a message that differed (what the changed data
+reaches, it reaches as messages the runtime meters and an attack sees), and the changed
+client's own messages do differ (the check can fail). Methods whose simulator batches a
+cohort's computation may move another party's message by float rounding, within the tolerance
+their contract states with its reason.
+
+Secure sums run in the clear here (``secure_aggregation: false``, same vectors summed): their
+keys and self-mask seeds come from ``os.urandom`` by design, so two runs' masked messages differ
+whatever the data; what they mask is what this check compares.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedrec.core.codec import decode
+from fedrec.federation.message import CLIENT
+
+from .harness import (
+    FEDERATED,
+    Wire,
+    applies,
+    config_of,
+    dataset_of,
+    plain_sums,
+    record,
+    run,
+    same_arrays,
+    spec_of,
+    swapped_data,
+    trainer_of,
+    with_party_data,
+)
+
+pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
+
+
+def _close(a: bytes, b: bytes, tolerance: float) -> bool:
+    """Two payloads equal up to ``tolerance`` relative in their floats, exactly otherwise."""
+    def same(x, y) -> bool:
+        if isinstance(x, dict):
+            return isinstance(y, dict) and x.keys() == y.keys() and all(
+                same(x[k], y[k]) for k in x)
+        if isinstance(x, list | tuple):
+            return (isinstance(y, list | tuple) and len(x) == len(y)
+                    and all(same(i, j) for i, j in zip(x, y, strict=True)))
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype != y.dtype or x.shape != y.shape:
+            return False
+        if x.dtype.kind == "f":
+            return bool(np.allclose(x, y, rtol=tolerance, atol=tolerance * 1e-1))
+        return bool(np.array_equal(x, y))
+
+    return tolerance > 0 and same(decode(a), decode(b))
+
+
+def assert_only_through_messages(before: list[Wire], after: list[Wire], target: object,
+                                 tolerance: float) -> None:
+    """The causality property (see the module docstring) over two records of one run."""
+    assert [m[:3] for m in before] == [m[:3] for m in after], \
+        "the run's sequence of messages changed with one party's data"
+    reached: set[object] = {target}  # parties that received a message that differed
+    target_differs = False
+    for b, a in zip(before, after, strict=True):
+        if b.payload == a.payload:
+            continue
+        if b.sender == target:
+            target_differs = True
+        elif b.sender not in reached:
+            assert _close(b.payload, a.payload, tolerance), (
+                f"{b.sender!r} sent a different {b.step!r} message to {b.receiver!r} before "
+                f"receiving any message that differed: it reached {target!r}'s data")
+        reached.add(b.receiver)
+    assert target_differs, f"{target!r}'s messages did not change with its data"
+
+
+@pytest.mark.parametrize("name", FEDERATED)
+def test_changing_one_partys_data_changes_only_its_messages(name: str, data_root) -> None:
+    contract = applies(name, "privacy_boundary")
+    cfg = config_of(name, **plain_sums(name))
+    ds = dataset_of(name, data_root)
+    spec = spec_of(name)
+    baseline = trainer_of(name, cfg, ds)
+    before = record(baseline)
+    run(baseline, cfg)
+    clients = [p for p in baseline.job.parties if p.role == CLIENT]
+    spoke = {m.sender for m in before}
+    target = next(p for p in clients if p.id in spoke)
+    donor = next(p for p in reversed(clients)
+                 if p.id != target.id and not same_arrays(p.data, target.data))
+    job = spec.build_job(cfg, ds, baseline.runtime.device)
+    changed = trainer_of(name, cfg, ds, with_party_data(job, {target.id: swapped_data(target,
+                                                                                       donor)}))
+    after = record(changed)
+    run(changed, cfg)
+    assert_only_through_messages(before, after, target.id, contract.boundary_tolerance)

@@ -1,0 +1,48 @@
+"""Every federated method's privacy report names every kind of message its server receives
+(``server_receives``, from :meth:`~fedrec.algorithms.base.ServerLogic.receives`), in the
+contract's configuration and, where the method has them, with secure sums and with the DP
+aggregate: a message kind the report leaves out is one a reader of the report cannot weigh."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedrec.federation.message import SERVER
+
+from .harness import (
+    FEDERATED,
+    applies,
+    config_of,
+    contract_of,
+    dataset_of,
+    has_option,
+    record,
+    run,
+    trainer_of,
+)
+
+
+def _modes(name: str) -> list[dict]:
+    modes: list[dict] = [{}]
+    if has_option(name, "secure_aggregation"):
+        modes += [{"secure_aggregation": True}, {"secure_aggregation": False}]
+    if has_option(name, "dp"):
+        modes.append(dict(contract_of(name).dp_settings) or {"dp": "distributed"})
+    return modes
+
+
+@pytest.mark.parametrize("name", FEDERATED)
+def test_the_report_names_every_message_the_server_receives(name: str, data_root) -> None:
+    applies(name, "privacy_report")
+    ds = dataset_of(name, data_root)
+    for mode in _modes(name):
+        cfg = config_of(name, **mode)
+        trainer = trainer_of(name, cfg, ds)
+        seen = record(trainer)
+        run(trainer, cfg)
+        received = {m.step for m in seen if m.receiver == SERVER}
+        report = trainer.privacy_report()
+        assert report is not None, f"{name} reports no privacy at all"
+        named = report["server_receives"]
+        assert received <= set(named), (mode, sorted(received - set(named)))
+        assert all(isinstance(v, str) and v.strip() for v in named.values())
