@@ -18,9 +18,10 @@ start time moves): the three deployments are running and must finish all the sam
 The three deployments run concurrently (they mostly wait on Flower's polling), to keep the
 module near a minute on two cores. They draw their ports concurrently too: the port tests at the
 end start plain Python listeners on a port another program took after it was probed, and check
-that a listener which is not the started process is not taken for it; the last two run a
-stand-in ServerApp process (a script named ``flwr-serverapp``) and step psutil's view of the
-clock under it, or have it fork a short-lived child.
+that a listener which is not the started process is not taken for it; the last ones run a
+stand-in SuperExec and ServerApp (a script named ``flwr-serverapp``) that take turns with the
+test through files, and step psutil's view of the clock under the ServerApp, or have it fork a
+child that lives until the test lets it end.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import os
 import socket
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -170,7 +172,7 @@ def test_a_port_taken_after_its_probe_is_replaced(monkeypatch, tmp_path, held_po
     dep = Deployment(tmp_path, dict(os.environ))
     try:
         proc, port = dep.start_listening(
-            "listener", lambda p: [sys.executable, "-c", LISTENER, str(p)], timeout=30)
+            "listener", lambda p: [sys.executable, "-c", LISTENER, str(p)], timeout=STEP_S)
         assert next(probes, None) is None and port != held_port  # the held port was tried
         assert dep.procs == [proc]  # the attempt on the taken port is not kept
         conns = psutil.Process(proc.popen.pid).net_connections(kind="tcp")
@@ -190,24 +192,91 @@ def test_another_programs_listener_is_not_taken_for_ours(tmp_path, held_port) ->
         dep.stop()
 
 
+# The stand-in ServerApp's processes and the test take turns through files in a folder: each
+# process says where it is (a file named after the step, holding its PID, created whole) and
+# waits for the test's go-ahead (a file the test creates), so every check below happens in the
+# state it is about, however slowly a busy machine runs either side.
+TURNS = """
+import os, signal, sys, time
+from pathlib import Path
+turns = Path(sys.argv[1])
+
+def say(step):  # written whole: the test reads it as soon as it exists
+    (turns / (step + ".tmp")).write_text(str(os.getpid()))
+    os.replace(turns / (step + ".tmp"), turns / step)
+
+def wait(step):  # no deadline: stop() or the test's end ends the process
+    while not (turns / step).exists():
+        time.sleep(0.01)
+"""
+
+# SuperExec's part: it forks the ServerApp, which runs SuperExec's command line until it
+# executes flwr-serverapp (after the go-ahead "exec").
+SUPEREXEC = TURNS + """
+if (pid := os.fork()) == 0:
+    say("before-exec")
+    wait("exec")
+    os.execv(sys.executable, [sys.executable, sys.argv[2], str(turns), *sys.argv[3:]])
+os.waitpid(pid, 0)
+"""
+
+# The ServerApp, in a file named flwr-serverapp (what track() recognises): with "fork" it forks
+# a child, which keeps the ServerApp's command line (it executes nothing) until the go-ahead
+# "exit"; the ServerApp reaps it, then runs until it is stopped.
+SERVERAPP = TURNS + """
+say("serverapp")
+if len(sys.argv) > 2 and (pid := os.fork()) == 0:
+    say("forked")
+    wait("exit")
+    os._exit(0)
+if len(sys.argv) > 2:
+    os.waitpid(pid, 0)
+    say("reaped")
+signal.pause()
+"""
+
+# Bounds a wait for a step a process takes within seconds when the machine is idle; reached,
+# it is a failure, never a timing that passes.
+STEP_S = 120.0
+
+
+def _step(turns: Path, step: str) -> psutil.Process:
+    """Wait until a process of the stand-in has said ``step``; the process that said it."""
+    end = time.monotonic() + STEP_S
+    while not (turns / step).exists():
+        assert time.monotonic() < end, f"the stand-in never said {step!r} within {STEP_S:.0f} s"
+        time.sleep(0.01)
+    return psutil.Process(int((turns / step).read_text()))
+
+
+def _go(turns: Path, step: str) -> None:
+    (turns / step).touch()
+
+
+def _stand_in(tmp_path: Path, *app_args: str) -> tuple[Deployment, Path]:
+    """A Deployment running the stand-in SuperExec, which will fork and execute the stand-in
+    ServerApp (``app_args`` after its folder of turns); and that folder."""
+    turns = tmp_path / "turns"
+    turns.mkdir()
+    app = tmp_path / "flwr-serverapp"
+    app.write_text(SERVERAPP)
+    dep = Deployment(tmp_path, dict(os.environ))
+    dep.start("superexec", [sys.executable, "-c", SUPEREXEC, str(turns), str(app), *app_args])
+    return dep, turns
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="steps psutil's Linux clock")
 def test_a_clock_step_neither_ends_nor_hides_a_live_serverapp(monkeypatch, tmp_path) -> None:
     # A process's wall-clock create_time() is its start since boot plus the boot time the
     # kernel derives from the clock, so a clock step (NTP, a resumed VM) moves it for a live
     # process. Taken for an identity, it made a running ServerApp look gone (the run failed
     # "without results") and its process escape stop().
-    app = tmp_path / "flwr-serverapp"  # what track() recognises the ServerApp by
-    app.write_text("import time\ntime.sleep(120)\n")
-    dep = Deployment(tmp_path, dict(os.environ))
+    dep, turns = _stand_in(tmp_path)
     try:
-        launch = f"import subprocess, sys; subprocess.run([sys.executable, {str(app)!r}])"
-        dep.start("superexec", [sys.executable, "-c", launch])
-        end = time.monotonic() + 30
-        while not (server := [c for c in psutil.Process(dep.procs[0].popen.pid).children()
-                              if str(app) in c.cmdline()]) and time.monotonic() < end:
-            time.sleep(0.05)
-        (server,) = server
+        _go(turns, "exec")
+        server = _step(turns, "serverapp")
         dep.track()
+        assert dep.serverapp is not None and dep.serverapp.pid == server.pid
         started = server.create_time()
         boot_time = psutil._pslinux.boot_time
         monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: boot_time() + 1.0)
@@ -221,36 +290,33 @@ def test_a_clock_step_neither_ends_nor_hides_a_live_serverapp(monkeypatch, tmp_p
         server.pid).status() == psutil.STATUS_ZOMBIE
 
 
-def test_a_serverapps_forked_child_is_not_taken_for_it(tmp_path) -> None:
+@pytest.mark.parametrize("seen_before_exec", [False, True])
+def test_a_serverapps_forked_child_is_not_taken_for_it(tmp_path, seen_before_exec) -> None:
     # Until it executes another program, a child the ServerApp forks has its command line (at
     # start Flower's ServerApp runs `file -b python` through platform.architecture()). Taken for
-    # the ServerApp, its exit ended the run "without results" (CI, and a run here).
-    app = tmp_path / "flwr-serverapp"
-    app.write_text("import os, time\n"
-                   "time.sleep(1.0)\n"
-                   "if (pid := os.fork()) == 0:\n"
-                   "    time.sleep(1.0)\n"
-                   "    os._exit(0)\n"
-                   "os.waitpid(pid, 0)\n"
-                   "time.sleep(120)\n")
-    dep = Deployment(tmp_path, dict(os.environ))
+    # the ServerApp, its exit ended the run "without results" (CI, and a run here). psutil lists
+    # a parent before its children, so that took a ServerApp first seen between SuperExec's
+    # fork and its exec, running SuperExec's command line (seen_before_exec); it was then never
+    # looked at again, and the parent rule alone left the run without a known ServerApp.
+    dep, turns = _stand_in(tmp_path, "fork")
     try:
-        launch = f"import subprocess, sys; subprocess.run([sys.executable, {str(app)!r}])"
-        superexec = dep.start("superexec", [sys.executable, "-c", launch])
-        forked = False
-        end = time.monotonic() + 30
-        while not forked and time.monotonic() < end:  # track while the fork lives
+        if seen_before_exec:
+            before = _step(turns, "before-exec")
             dep.track()
-            forked = any(len(c.children()) for c in
-                         psutil.Process(superexec.popen.pid).children())
-            time.sleep(0.05)
-        assert forked
-        server = [c for c in psutil.Process(superexec.popen.pid).children()
-                  if str(app) in c.cmdline()]
-        while any(len(c.children()) for c in server) and time.monotonic() < end:
-            dep.track()
-            time.sleep(0.05)
-        assert dep.serverapp is not None and dep.serverapp.pid == server[0].pid
-        assert not dep.serverapp_gone()
+            assert before.pid in dep.seen and dep.serverapp is None
+        _go(turns, "exec")
+        child = _step(turns, "forked")  # alive until "exit", with the ServerApp's command line
+        server = _step(turns, "serverapp")
+        assert not seen_before_exec or server.pid == before.pid  # the same process, executed
+        assert child.cmdline() == server.cmdline() and child.ppid() == server.pid
+        dep.track()
+        assert child.pid in dep.seen  # looked at, and not taken for the ServerApp
+        assert dep.serverapp is not None and dep.serverapp.pid == server.pid
+        _go(turns, "exit")
+        _step(turns, "reaped")  # the child has ended and is reaped
+        assert not child.is_running()
+        dep.track()
+        assert dep.serverapp.pid == server.pid and not dep.serverapp_gone()
     finally:
         dep.stop()
+    assert dep.serverapp_gone()

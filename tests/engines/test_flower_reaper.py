@@ -20,7 +20,7 @@ import psutil
 from fedrec.engines.flower.deploy import Deployment
 
 dep = Deployment(Path(sys.argv[1]), dict(os.environ))
-sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
 a = dep.start("a", sleep)
 b = dep.start("b", [sys.executable, "-c", f"import subprocess; "
                    f"c = subprocess.Popen({sleep!r}, start_new_session=True); "
@@ -32,8 +32,13 @@ if sys.argv[2] == "stop":
     input()
     dep.stop()
     print("stopped", flush=True)
-time.sleep(120)
+time.sleep(600)
 """
+
+
+# Longest wait for the processes to end; they sleep far longer (600 s), so that only the
+# reaper can end them within it.
+END_S = 120.0
 
 
 def _host(tmp_path, mode: str) -> tuple[subprocess.Popen, list[psutil.Process]]:
@@ -57,8 +62,10 @@ def test_a_host_that_dies_leaves_no_process(tmp_path, sig) -> None:
         reapers = _reapers(psutil.Process(host.pid))
         assert len(reapers) == 1
         host.send_signal(sig)
-        host.wait(timeout=10)
-        _, alive = psutil.wait_procs(procs + reapers, timeout=20)
+        # Waits on the processes' ends (the reaper notices the host's within 0.5 s, then gives
+        # SIGTERM 5 s before SIGKILL); the bound only turns a hang into a failure.
+        host.wait(timeout=END_S)
+        _, alive = psutil.wait_procs(procs + reapers, timeout=END_S)
         assert not alive, alive
     finally:
         for p in procs:

@@ -209,23 +209,33 @@ class Deployment:
 
     def track(self) -> None:
         """Remember every live descendant (they run in sessions of their own), and the
-        ServerApp: the first process running ``flwr-serverapp`` whose parent does not. A child
-        the ServerApp forks carries its command line until it executes another program (the
-        ServerApp runs ``file -b python`` at start, via ``platform.architecture()``, trying
-        each PATH entry in turn); taken for the ServerApp, its exit ended the run "without
-        results"."""
+        ServerApp: a live process running ``flwr-serverapp`` whose parent does not.
+
+        Until the ServerApp is known, every live descendant is looked at again on each call,
+        not only the new ones: SuperExec starts the ServerApp with ``subprocess.Popen``, and a
+        process seen between that fork and its exec (which tries each PATH entry in turn) runs
+        SuperExec's command line then; the exec changes the command line, not the PID and start
+        time it is known by. Looked at only once, such a ServerApp was never recognised, and a
+        run whose ServerApp died waited for the whole timeout. A child the ServerApp forks
+        carries its command line until it executes another program (the ServerApp runs
+        ``file -b python`` at start, via ``platform.architecture()``); taken for the ServerApp,
+        its exit ended the run "without results"."""
         import psutil
 
         def serverapp(proc: psutil.Process) -> bool:
             return any("flwr-serverapp" in a for a in proc.cmdline()[:2])
 
-        for child in note_descendants([p.popen.pid for p in self.procs], self.seen):
-            if self.serverapp is not None:
-                break
-            with contextlib.suppress(psutil.NoSuchProcess):
-                parent = child.parent()
-                if serverapp(child) and not (parent is not None and serverapp(parent)):
-                    self.serverapp = child
+        note_descendants([p.popen.pid for p in self.procs], self.seen)
+        if self.serverapp is not None:
+            return
+        for proc in list(self.seen.values()):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                if not is_alive(proc) or not serverapp(proc):
+                    continue
+                parent = proc.parent()
+                if parent is None or not serverapp(parent):
+                    self.serverapp = proc
+                    return
 
     def serverapp_gone(self) -> bool:
         """Whether the ServerApp process was seen and has ended."""
@@ -248,8 +258,8 @@ class Deployment:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for proc in self.nodes[name]:
-            proc.popen.wait(timeout=10)
+        for proc in self.nodes[name]:  # it ends once scheduled: 60 s only bounds a hung kernel
+            proc.popen.wait(timeout=60)
         return pids
 
     def stop(self, grace: float = 5.0) -> list[int]:
@@ -427,7 +437,9 @@ def deploy(
                 raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
             progress = out / "progress.jsonl"
             if progress.is_file():
-                rows = [json.loads(x) for x in progress.read_text().splitlines() if x.strip()]
+                # Complete lines only: the ServerApp may be writing the next one.
+                rows = [json.loads(x) for x in progress.read_text().split("\n")[:-1]
+                        if x.strip()]
                 for row in rows[seen_rounds:]:
                     say(f"round {row['round']} done ({row['time_s']:.1f} s)")
                     if on_round is not None:

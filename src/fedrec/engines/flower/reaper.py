@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     import psutil
 
 
+_KILLED_WAIT_S = 60.0  # longest wait for SIGKILLed processes to end (see end_processes)
+
+
 def is_alive(proc: psutil.Process) -> bool:
     """Whether ``proc`` still runs (neither ended, nor a zombie, nor its PID reused). psutil
     identifies a process by its PID and its start time counted since boot, which a clock step
@@ -123,8 +126,9 @@ def reap(host_pid: int, leaders_file: Path, poll: float = 0.5, grace: float = 5.
 def end_processes(procs: list[psutil.Process], grace: float,
                   groups: list[int] | None = None) -> list[int]:
     """SIGTERM each process of ``procs`` that still runs, in order, and each process group of
-    ``groups``; wait up to ``grace`` seconds for them to end; SIGKILL what is left. Returns the
-    PIDs (and group IDs) that had to be killed. psutil refuses to signal a reused PID."""
+    ``groups``; wait up to ``grace`` seconds for them to end; SIGKILL what is left and wait
+    for those processes to end. Returns the PIDs (and group IDs) that had to be killed. psutil
+    refuses to signal a reused PID."""
     import psutil
 
     groups = groups or []
@@ -152,6 +156,12 @@ def end_processes(procs: list[psutil.Process], grace: float,
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
             killed.append(p.pid)
+    # A SIGKILLed process ends when it is next scheduled, not when kill() returns: wait for
+    # that, so that on a busy machine the caller does not find them still running. The bound
+    # only catches a process the kernel holds (uninterruptible sleep).
+    end = time.monotonic() + _KILLED_WAIT_S
+    while time.monotonic() < end and any(is_alive(p) for p in procs):
+        time.sleep(0.05)
     return killed
 
 

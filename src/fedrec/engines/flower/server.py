@@ -173,7 +173,10 @@ def _make_server_app():
         except BaseException:
             out = Path(str(rc["out-dir"]))
             out.mkdir(parents=True, exist_ok=True)
-            (out / "error.txt").write_text(traceback.format_exc())
+            # Whole or not at all: deploy reads it as soon as it exists.
+            tmp = out / "error.txt.tmp"
+            tmp.write_text(traceback.format_exc())
+            tmp.replace(out / "error.txt")
             raise
 
     return app
