@@ -39,6 +39,11 @@ from fedrec.federation.runtime import (
 )
 from fedrec.federation.secrets import ClientSecrets
 
+#: What a server receives from a client's evaluation of explicit ratings, and of a ranking
+#: (for :meth:`ServerLogic.receives`).
+RATING_EVALUATION = "each client's summed squared and absolute rating errors and its count"
+RANKING_EVALUATION = "each client's ranking metrics on its held-out items and its count"
+
 
 class ServerLogic(ABC):
     """The server side of a federated algorithm."""

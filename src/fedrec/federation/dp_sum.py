@@ -55,6 +55,7 @@ from fedrec.federation.runtime import PartyContext, Runtime, poisson_cohort
 from fedrec.federation.secure_sum import (
     PlainSum,
     SecureSumClient,
+    receives,
     requested_cohort,
     run_secure_sum,
     secure_sum_config,
@@ -273,6 +274,15 @@ class DPAggregate:
 
     def request(self, cohort: list[PartyId]) -> Payload:
         return secure_sum_request(len(cohort))
+
+    def receives(self, step: str, vector: str) -> dict[str, str]:
+        """What the server receives of the DP aggregate, by step (the keys, or the vectors,
+        arrive in the method's ``step``; evaluation goes to the experimenter, not here)."""
+        distributed = self.cfg.dp == "distributed"
+        described = (f"{vector}, clipped to dp_clip, randomly rounded and Skellam-noised in the "
+                     "ring" if distributed else f"{vector}, clipped to dp_clip (central DP: "
+                     "the server adds the noise)")
+        return receives(step, described, secure=distributed and self.cfg.dp_masking)
 
     def aggregate(self, rt: Runtime, replies: Mapping[PartyId, Payload], cohort_size: int
                   ) -> tuple[np.ndarray, list[PartyId]]:

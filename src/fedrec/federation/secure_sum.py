@@ -114,16 +114,20 @@ STEP_UNMASK = "secagg_unmask"
 SECAGG_STEPS = (STEP_SHARE, STEP_MASK, STEP_UNMASK)
 
 
-def receives(advertised_in: str) -> dict[str, str]:
-    """What a server running secure sums receives, by step (for
-    :meth:`fedrec.algorithms.base.ServerLogic.receives`): the keys advertised in the method's
-    own step ``advertised_in``, then the protocol's three steps."""
+def receives(step: str, vector: str, secure: bool = True) -> dict[str, str]:
+    """What a server summing one ``vector`` per client (described in words) receives, by step,
+    for :meth:`fedrec.algorithms.base.ServerLogic.receives`: with ``secure``, the keys
+    advertised in the method's own ``step`` and the protocol's three steps; without, the
+    fixed-point vectors themselves in ``step`` (the plain sum of the same vectors)."""
+    if not secure:
+        return {step: f"{vector}: each client's own, in clear (fixed point)"}
     return {
-        advertised_in: "each cohort client's two X25519 public keys (the secure sum's U1)",
+        step: "each cohort client's two X25519 public keys (the secure sum's U1)",
         STEP_SHARE: "each client's Shamir shares of its secrets, encrypted for other clients",
-        STEP_MASK: "each client's masked input (uniform in the ring without the others' masks)",
+        STEP_MASK: f"{vector}: each client's, masked (uniform in the ring without the others' "
+                   "masks)",
         STEP_UNMASK: "each client's shares of survivors' self-mask seeds and dropped clients' "
-                     "mask keys: the masks' removal yields the cohort's sum only",
+                     "mask keys: removing the masks yields the cohort's sum only",
     }
 STATE_KEY = "secagg"
 REQUEST_KEY = "secagg_cohort"

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from fedrec.config import to_dict
 from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower.deploy import SECRET_KEY, encode_config, node_roots
@@ -57,7 +59,10 @@ class InMemoryGrid:
             if node in self.kill and int(m.metadata.group_id) >= self.kill[node]:
                 continue
             host = NodeHost(self.rc, self.node_configs[node], self.states[node])
-            out_header, out_blobs = host.handle(header, blobs)
+            # A SuperNode is a process of its own: what it draws from torch's global generator
+            # must not move the ServerApp's (PTF-FedRec's server draws its NGCF dropout there).
+            with torch.random.fork_rng(devices=[]):
+                out_header, out_blobs = host.handle(header, blobs)
             self.relayed += out_blobs.values()
             self.replies[m.object_id] = Message(to_content(out_header, out_blobs), reply_to=m)
         return ids

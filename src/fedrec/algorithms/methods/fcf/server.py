@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RATING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fcf.client import upload_size
 from fedrec.algorithms.methods.fcf.config import FCFConfig
 from fedrec.algorithms.methods.fcf.steps import EVALUATE, TRAIN
@@ -22,6 +22,7 @@ from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expe
 from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
+    receives,
     run_secure_sum,
     secure_sum_request,
 )
@@ -119,6 +120,15 @@ class FCFServer(ServerLogic):
         replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split),
                                sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), self.explicit)
+
+    def receives(self) -> dict[str, str]:
+        vector = "the gradients of the item factors (and biases) from its ratings"
+        if self.dp is not None:
+            return self.dp.receives(TRAIN, vector)
+        if self.cfg.secure_aggregation:
+            return {**receives(TRAIN, vector), EVALUATE: RATING_EVALUATION}
+        return {TRAIN: "each cohort client's rated item ids and the gradients of their factors "
+                       "(and biases), in clear", EVALUATE: RATING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         """No differential privacy: with secure aggregation the server learns only each

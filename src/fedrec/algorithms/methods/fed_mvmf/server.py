@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.methods.fed_mvmf.model import (
     item_factors_from_features,
@@ -23,7 +23,12 @@ from fedrec.core.rng import numpy_rng, torch_generator
 from fedrec.errors import ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
-from fedrec.federation.secure_sum import protection_text, run_secure_sum, secure_sum_request
+from fedrec.federation.secure_sum import (
+    protection_text,
+    receives,
+    run_secure_sum,
+    secure_sum_request,
+)
 from fedrec.models.mf import init_factors
 from fedrec.privacy.report import no_guarantee
 
@@ -132,6 +137,13 @@ class FedMVMFServer(ServerLogic):
                  "user_feature_loadings": self.a.detach()}
         replies = rt.broadcast(EVALUATE, clients, eval_request(model, split))
         return reduce_client_metrics(replies.values(), explicit=False)
+
+    def receives(self) -> dict[str, str]:
+        vector = "the gradients of V and A from its interactions and side information"
+        if self.cfg.secure_aggregation:
+            return {**receives(TRAIN, vector), EVALUATE: RANKING_EVALUATION}
+        return {TRAIN: f"{vector}, each cohort client's own, in clear, with its loss",
+                EVALUATE: RANKING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         """No guarantee: the raw data and ``U`` stay on the clients; the gradients go in clear,

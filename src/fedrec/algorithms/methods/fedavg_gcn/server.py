@@ -53,6 +53,11 @@ class FedAvgGCNServer(ServerLogic):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.params = {k: torch.as_tensor(v).clone() for k, v in state["params"].items()}
 
+    def receives(self) -> dict[str, str]:
+        return {TRAIN: "each host's locally trained GCN weights, its loss and its number of "
+                       "training nodes, in clear",
+                EVALUATE: "each host's accuracy count on its own nodes of the split"}
+
     def privacy_report(self) -> dict[str, Any] | None:
         return no_guarantee(
             protection="node features, labels and edges stay on their host",

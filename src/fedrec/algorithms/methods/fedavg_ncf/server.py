@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedavg_ncf.config import FedAvgNCFConfig, server_param_names
 from fedrec.algorithms.methods.fedavg_ncf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
@@ -52,6 +52,11 @@ class FedAvgNCFServer(ServerLogic):
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split))
         return reduce_client_metrics(replies.values(), explicit=False)
+
+    def receives(self) -> dict[str, str]:
+        return {TRAIN: "each cohort client's locally trained NeuMF weights (item embeddings "
+                       "and layers) and its number of training rows, in clear",
+                EVALUATE: RANKING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         return no_guarantee(

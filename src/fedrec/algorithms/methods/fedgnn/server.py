@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RATING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedgnn.config import FedGNNConfig, ldp_mechanism, ring_bound
 from fedrec.algorithms.methods.fedgnn.steps import (
     EVALUATE,
@@ -30,6 +30,7 @@ from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import Observer, Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
+    receives,
     run_secure_sum,
     secure_sum_config,
     secure_sum_request,
@@ -211,6 +212,17 @@ class FedGNNServer(ServerLogic):
         replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split),
                                sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), True)
+
+    def receives(self) -> dict[str, str]:
+        vector = "the GNN-weight gradient and the item-embedding gradients of its subgraph"
+        if self.dp is not None:
+            return self.dp.receives(TRAIN, vector)
+        if self.cfg.item_privacy == "secure_sum":
+            return {**receives(TRAIN, vector + ", dense over the item table"),
+                    EVALUATE: RATING_EVALUATION}
+        return {TRAIN: "each cohort client's clipped, Laplace-noised GNN-weight gradient and "
+                       "the gradients of its rated items and pseudo items, with their ids",
+                EVALUATE: RATING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         """What a client's uploads are protected by, over the run so far.

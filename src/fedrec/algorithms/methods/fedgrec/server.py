@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
 from fedrec.algorithms.methods.fedgrec.steps import (
     EVALUATE,
@@ -28,6 +28,7 @@ from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
+    receives,
     secure_sum_request,
     sum_streamed,
 )
@@ -158,6 +159,14 @@ class FedGRecServer(ServerLogic):
         self.degrees = state["degrees"].clone().to(self.degrees)
         self.warm = bool(state["warm"])
         self.rows_downloaded = int(state["rows_downloaded"])
+
+    def receives(self) -> dict[str, str]:
+        secure = self.cfg.secure_aggregation
+        return {**receives(WARMUP_DEGREES, "the indicator of its rated items", secure),
+                **receives(WARMUP_LATENT, "its initial latent-embedding contributions", secure),
+                **receives(TRAIN, "its item-embedding updates and latent contributions",
+                           secure),
+                EVALUATE: RANKING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         """No differential privacy. With secure aggregation the server learns sums only

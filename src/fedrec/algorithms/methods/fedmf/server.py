@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from phe import PaillierPublicKey
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RATING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedmf.config import FedMFConfig
 from fedrec.algorithms.methods.fedmf.steps import EVALUATE, PUBLIC_KEY, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
@@ -91,6 +91,12 @@ class FedMFServer(ServerLogic):
         replies = rt.broadcast(EVALUATE, rt.client_ids,
                                eval_request({"table": self.table.to_wire()}, split))
         return reduce_client_metrics(replies.values(), explicit=True)
+
+    def receives(self) -> dict[str, str]:
+        return {PUBLIC_KEY: "one client's Paillier public key n (shared by every client)",
+                TRAIN: "each cohort client's item ids (upload=part) and its encrypted "
+                       "item-factor gradients (Paillier ciphertexts)",
+                EVALUATE: RATING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         leak = ("the server sees only ciphertexts of a fixed shape" if self.cfg.upload == "full"

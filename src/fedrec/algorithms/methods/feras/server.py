@@ -104,6 +104,11 @@ class FerasServer(ServerLogic):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
 
+    def receives(self) -> dict[str, str]:
+        # Embeddings and weights go to the aggregation server (AS), never to this server.
+        return {TRAIN: "each host's training loss and its number of training nodes",
+                EVALUATE: "each host's metric counts on its own nodes of the split"}
+
     def privacy_report(self) -> dict[str, Any] | None:
         seen = {"embeddings+weights": "each host's first-layer embeddings of the visible nodes "
                                       "it sampled (hence which sampled nodes it sees) and, every "

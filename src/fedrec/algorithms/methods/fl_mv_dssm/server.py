@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fl_mv_dssm.config import FLMVDSSMConfig
 from fedrec.algorithms.methods.fl_mv_dssm.steps import (
     EVALUATE,
@@ -27,6 +27,7 @@ from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
     protection_text,
+    receives,
     secure_sum_request,
     sum_cohort,
 )
@@ -168,6 +169,11 @@ class FLMVDSSMServer(ServerLogic):
         if cfg.predict_noise > 0:
             predict = (cfg.predict_noise, self.evaluations)
         return train, predict
+
+    def receives(self) -> dict[str, str]:
+        vector = "its views' aggregated update of the user and item sub-models"
+        return {**receives(LOCAL_AGGREGATE, vector, self.cfg.secure_aggregation),
+                EVALUATE: RANKING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         cfg = self.cfg

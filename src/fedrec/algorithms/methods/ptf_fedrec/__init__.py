@@ -84,6 +84,10 @@ SPEC = AlgorithmSpec(
         boundary_tolerance_reason="the simulator trains a cohort's local models in one stack "
         "padded to its widest client: another client's data changes the padding, and float32 "
         "reductions round differently (observed 6e-8)",
+        flower_tolerance=1e-6,
+        flower_tolerance_reason="a SuperNode trains its share of the cohort in one stack padded "
+        "to that share's widest client, the simulator the whole cohort's: float32 reductions "
+        "round differently (observed 4e-8 relative on the server loss)",
     ),
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.ptf_fedrec.config import PTFFedRecConfig
 from fedrec.algorithms.methods.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
@@ -193,6 +193,12 @@ class PTFServer(ServerLogic):
             client = reduce_client_metrics(replies.values(), explicit=False)
             out.update({f"client_{k}": v for k, v in client.items()})
         return out
+
+    def receives(self) -> dict[str, str]:
+        return {TRAIN: "each cohort client's predicted scores on the items it chose to upload "
+                       "(its sampled positives among sampled and swapped negatives), with "
+                       "their ids",
+                EVALUATE: RANKING_EVALUATION}
 
     def privacy_report(self) -> dict[str, Any]:
         """No formal guarantee: sampling, swapping and dispersal bound nothing provably (and
