@@ -80,13 +80,21 @@ def assert_only_through_messages(before: list[Wire], after: list[Wire], target: 
     assert target_differs, f"{target!r}'s messages did not change with its data"
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
 @pytest.mark.parametrize("name", FEDERATED)
-def test_changing_one_partys_data_changes_only_its_messages(name: str, data_root) -> None:
+def test_changing_one_partys_data_changes_only_its_messages(name: str, dropout: float,
+                                                            data_root) -> None:
+    """With ``dropout``, clients drop out as the runtime draws it (from the public seed:
+    data-blind, so the same clients answer in both runs); checked where the job has clients
+    enough that a round keeps one (a round without is ``test_no_update``'s)."""
     contract = applies(name, "privacy_boundary")
-    cfg = config_of(name, **plain_sums(name))
+    cfg = config_of(name, dropout=dropout, **plain_sums(name))
     ds = dataset_of(name, data_root)
     spec = spec_of(name)
     baseline = trainer_of(name, cfg, ds)
+    if dropout and len(baseline.runtime.client_ids) < 10:
+        pytest.skip(f"{name}: {len(baseline.runtime.client_ids)} clients, too few to keep one "
+                    f"in every round at dropout {dropout}")
     before = record(baseline)
     run(baseline, cfg)
     clients = [p for p in baseline.job.parties if p.role == CLIENT]

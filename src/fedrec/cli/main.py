@@ -3,8 +3,7 @@
     fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
                [--data-opt key=value ...] [--out DIR] [--resume] [--checkpoint-every N]
                [--log-dir DIR]
-    fedrec reproduce fedgnn|fedgrec|feras|fl-mv-dssm|ptf-fedrec|privacy [--quick] [--out DIR]
-                     [--seeds N] [--gowalla]
+    fedrec reproduce NAME [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
     fedrec algorithms
@@ -34,6 +33,7 @@ from fedrec.cli.summary import (
     table,
 )
 from fedrec.errors import ConfigError, FedrecError
+from fedrec.reproduce import REPRODUCTIONS
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("reproduce", help="run a paper's tables and figures")
-    rep.add_argument("name", help="fedgnn | fedgrec | feras | fl-mv-dssm | ptf-fedrec | privacy")
+    rep.add_argument("name", help=" | ".join(REPRODUCTIONS))
     rep.add_argument("--quick", action="store_true", help="a few rounds per run (CI)")
     rep.add_argument("--out", help="output folder (default: results/NAME[-quick])")
     rep.add_argument("--seeds", type=int, default=3, help="seeds of the main table")
