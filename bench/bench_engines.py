@@ -41,6 +41,7 @@ import torch
 from fedrec.engines.common import simulate
 from fedrec.engines.flower.deploy import deploy
 from fedrec.engines.flower.simulation import simulate_on_flower
+from fedrec.options import RunOptions
 
 JOBS = {
     "fcf": {"dim": 16},
@@ -86,13 +87,14 @@ def main() -> None:
     if unknown:
         p.error(f"unknown engines {sorted(unknown)}")
     have_ray = importlib.util.find_spec("ray") is not None
+    flower = RunOptions(engine="flower", max_users=args.users, nodes=args.nodes, progress=False)
     rows = []
     for alg in args.algorithms.split(","):
         ov = dict(JOBS[alg], rounds=args.rounds, eval_every=1)
         if "simulator" in engines:
             t = time.perf_counter()
             sim = simulate(alg, "ml-100k", data_dir=args.data_dir, overrides=ov,
-                           max_users=args.users).to_json()
+                           options=RunOptions(max_users=args.users, progress=False)).to_json()
             rows.append({"algorithm": alg, "engine": "simulator",
                          "wall_s": time.perf_counter() - t, "setup_s": 0.0,
                          "round_s": per_round(sim["history"], lambda h: h["time_s"]),
@@ -105,16 +107,14 @@ def main() -> None:
             else:
                 t = time.perf_counter()
                 res = simulate_on_flower(alg, "ml-100k", data_dir=args.data_dir, overrides=ov,
-                                         max_users=args.users, nodes=args.nodes,
-                                         actors=args.sim_actors)
+                                         options=flower, actors=args.sim_actors)
                 rows.append(flower_row(alg, f"flower-sim ({res['engine']['actors']} actors)",
                                        res, time.perf_counter() - t, args.rounds))
         if "deploy" in engines:
             for ex in args.executors.split(","):
                 t = time.perf_counter()
                 res = deploy(alg, "ml-100k", data_dir=args.data_dir, overrides=ov,
-                             max_users=args.users, nodes=args.nodes, executor=ex,
-                             straggler_timeout=0.0)
+                             options=RunOptions.of(flower, executor=ex, straggler_timeout=0.0))
                 rows.append(flower_row(alg, f"flower ({ex})", res, time.perf_counter() - t,
                                        args.rounds))
     print(f"\nML-100K, first {args.users} users, {args.rounds} rounds, {args.nodes} client "

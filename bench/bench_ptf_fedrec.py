@@ -23,6 +23,7 @@ import torch
 
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
+from fedrec.options import RunOptions
 from fedrec.reproduce.ptf_fedrec import time_split
 
 
@@ -30,8 +31,9 @@ def bench(dataset: str, out: Path, data_dir: str | None) -> dict[str, float]:
     path = out / RESULTS_NAME
     done = path.is_file() and json.loads(path.read_text()).get("status") == "complete"
     if not done:
-        run_experiment("ptf-fedrec", dataset, data_dir=data_dir, out_dir=out, progress=False,
-                       resume=(out / CHECKPOINT_NAME).is_file())
+        run_experiment("ptf-fedrec", dataset, data_dir=data_dir, out_dir=out,
+                       options=RunOptions(progress=False,
+                                          resume=(out / CHECKPOINT_NAME).is_file()))
     run = json.loads(path.read_text())
     return {"rounds": run["config"]["rounds"], "clients": run["final"].get("client_eval_clients"),
             "wall_s": run["wall_time_s"], **time_split(run),

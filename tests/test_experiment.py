@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from fedrec.algorithms import resolve_config
+from fedrec.engines.common import simulate
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.experiment import RESULTS_NAME, check_resume, made_from, run_experiment
 from fedrec.federation.checkpoint import (
@@ -22,6 +23,7 @@ from fedrec.federation.checkpoint import (
     unpack_states,
 )
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 # Small but real: sampled cohorts and dropouts make the resumed rounds depend on the keyed RNG.
 SETTINGS = {
@@ -40,9 +42,14 @@ SETTINGS = {
 }
 
 
-def _run(algorithm: str, data_root: Path, out: Path | None, **kw):
+QUIET = RunOptions(progress=False)
+RESUME = RunOptions(progress=False, resume=True)
+
+
+def _run(algorithm: str, data_root: Path, out: Path | None, **options):
     return run_experiment(algorithm, "ml-100k", data_dir=data_root,
-                          overrides=dict(SETTINGS[algorithm]), out_dir=out, progress=False, **kw)
+                          overrides=dict(SETTINGS[algorithm]), out_dir=out,
+                          options=RunOptions(progress=False, **options))
 
 
 def _strip_times(history: list[dict]) -> list[dict]:
@@ -74,9 +81,9 @@ def _make_runs(alg: str, data_root: Path, tmp_path_factory: pytest.TempPathFacto
     # resumed run is given none and must continue with the checkpoint's.
     secrets = ClientSecrets(bytes(range(32)))
     full_dir = tmp_path_factory.mktemp(f"{alg}-full")
-    full = _run(alg, data_root, full_dir, client_secrets=secrets)
+    full = _run(alg, data_root, full_dir, client_secret=secrets)
     part_dir = tmp_path_factory.mktemp(f"{alg}-part")
-    partial = _run(alg, data_root, part_dir, stop_after=2, client_secrets=secrets)
+    partial = _run(alg, data_root, part_dir, stop_after=2, client_secret=secrets)
     after_stop = {
         "status": partial.status,
         "files": sorted(p.name for p in part_dir.iterdir()),
@@ -98,16 +105,19 @@ def test_checkpoint_every_two_rounds_resumes_to_the_uninterrupted_result(
     torch.set_num_threads(1)
     try:
         full = run_experiment("fcf", "ml-100k", data_dir=data_root, overrides=dict(settings),
-                              out_dir=tmp_path / "full", progress=False, client_secrets=secrets)
+                              out_dir=tmp_path / "full",
+                              options=RunOptions(progress=False, client_secret=secrets))
         part = tmp_path / "part"
+        every_2 = RunOptions(progress=False, checkpoint_every=2)
         stopped = run_experiment("fcf", "ml-100k", data_dir=data_root,
-                                 overrides=dict(settings), out_dir=part, progress=False,
-                                 client_secrets=secrets, checkpoint_every=2, stop_after=3)
+                                 overrides=dict(settings), out_dir=part,
+                                 options=RunOptions.of(every_2, client_secret=secrets,
+                                                       stop_after=3))
         assert stopped.status == "interrupted"
         assert load_checkpoint(part / CHECKPOINT_NAME)["round"] == 2
         resumed = run_experiment("fcf", "ml-100k", data_dir=data_root,
-                                 overrides=dict(settings), out_dir=part, progress=False,
-                                 resume=True, checkpoint_every=2)
+                                 overrides=dict(settings), out_dir=part,
+                                 options=RunOptions.of(every_2, resume=True))
     finally:
         torch.set_num_threads(before)
     assert resumed.status == "complete" and resumed.final == full.final and full.final
@@ -185,12 +195,12 @@ def test_resume_with_a_different_config_is_refused(runs, data_root: Path) -> Non
         changed, named = dict(SETTINGS[alg], dim=9), "dim is 8 in the checkpoint, 9 now"
     with pytest.raises(FedrecError, match=f"^--resume refused: {named}"):
         run_experiment(alg, "ml-100k", data_dir=data_root, overrides=changed, out_dir=part_dir,
-                       resume=True, progress=False)
+                       options=RESUME)
     other = "pmf" if alg == "fcf" else "fcf"
     with pytest.raises(FedrecError, match=rf"^--resume refused: algorithm is {alg} in the "
                                           rf"checkpoint, {other} now$"):
         run_experiment(other, "ml-100k", data_dir=data_root, overrides=dict(SETTINGS[other]),
-                       out_dir=part_dir, resume=True, progress=False)
+                       out_dir=part_dir, options=RESUME)
 
 
 def test_resume_takes_an_option_added_since_the_checkpoint_as_its_default() -> None:
@@ -221,12 +231,12 @@ def test_resume_needs_a_checkpoint(data_root: Path, tmp_path: Path) -> None:
 
 def test_unknown_names_and_wrong_kind(data_root: Path) -> None:
     with pytest.raises(ConfigError, match="unknown algorithm"):
-        run_experiment("nope", "ml-100k", data_dir=data_root, progress=False)
+        run_experiment("nope", "ml-100k", data_dir=data_root, options=QUIET)
     with pytest.raises(ConfigError, match="unknown"):
-        run_experiment("pmf", "no-such-data", data_dir=data_root, progress=False)
+        run_experiment("pmf", "no-such-data", data_dir=data_root, options=QUIET)
     if (data_root / "planetoid/ind.cora.x").is_file():
         with pytest.raises(ConfigError, match="graph"):
-            run_experiment("pmf", "cora", data_dir=data_root, progress=False)
+            run_experiment("pmf", "cora", data_dir=data_root, options=QUIET)
 
 
 # ---- What a resumed run is made from, and the checks made before any data is loaded. ----
@@ -237,7 +247,8 @@ QUICK = {"rounds": 2, "dim": 4, "batch_size": 4096}  # pmf: a round is ~0.1 s on
 def _pmf(data_root: Path, out: Path | None, dataset: str = "ml-100k", **kw):
     overrides = {**QUICK, **kw.pop("overrides", {})}
     return run_experiment("pmf", dataset, data_dir=data_root, overrides=overrides, out_dir=out,
-                          progress=False, **kw)
+                          dataset_options=kw.pop("dataset_options", None),
+                          options=RunOptions(progress=False, **kw))
 
 
 def _need(data_root: Path, *files: str) -> None:
@@ -298,7 +309,7 @@ def test_a_refused_resume_names_the_setting_and_keeps_the_finished_result(
     with pytest.raises(FedrecError, match=r"^--resume refused: algorithm is pmf in the "
                                           r"checkpoint, fcf now$"):
         run_experiment("fcf", "ml-100k", data_dir=data_root, overrides={"rounds": 2, "dim": 4},
-                       out_dir=out, resume=True, progress=False)
+                       out_dir=out, options=RESUME)
     assert (out / RESULTS_NAME).read_bytes() == finished
     assert (out / CHECKPOINT_NAME).read_bytes() == checkpoint
     # Resuming the finished run as it was made rewrites the same result.
@@ -351,8 +362,18 @@ def test_clients_per_round_larger_than_the_clients_is_refused(data_root: Path) -
     _need(data_root, "ml-100k/u.data")
     with pytest.raises(ConfigError, match=r"^clients_per_round is 944 but ml-100k has 943 "
                                           r"clients"):
-        run_experiment("fcf", "ml-100k", data_dir=data_root, progress=False,
+        run_experiment("fcf", "ml-100k", data_dir=data_root, options=QUIET,
                        overrides={"rounds": 1, "dim": 4, "clients_per_round": 944})
+
+
+def test_simulate_checks_clients_per_round_as_fedrec_run_does(data_root: Path) -> None:
+    """The in-process twin of a deployment makes fedrec run's checks, on its slice of users."""
+    _need(data_root, "ml-100k/u.data")
+    with pytest.raises(ConfigError, match=r"^clients_per_round is 20 but ml-100k-first10 has 10 "
+                                          r"clients"):
+        simulate("fcf", "ml-100k", data_dir=data_root,
+                 overrides={"rounds": 1, "dim": 4, "clients_per_round": 20},
+                 options=RunOptions(max_users=10, progress=False))
 
 
 def _blocked_out_dirs(tmp: Path) -> dict[str, tuple[Path, str]]:
@@ -457,8 +478,8 @@ def test_changing_the_test_rows_changes_only_the_test_metrics(
     for name, root in (("staged", data_root), ("flipped", other.parent)):
         out = tmp_path / name
         runs[name] = (run_experiment(alg, "ml-100k", data_dir=root, overrides=dict(BLIND[alg]),
-                                     out_dir=out, progress=False,
-                                     client_secrets=ClientSecrets(bytes(range(32)))),
+                                     out_dir=out, options=RunOptions(
+                                         progress=False, client_secret=bytes(range(32)).hex())),
                       load_checkpoint(out / CHECKPOINT_NAME))
     (a, ckpt_a), (b, ckpt_b) = runs["staged"], runs["flipped"]
     assert ckpt_a["made_from"]["data_sha256"] != ckpt_b["made_from"]["data_sha256"]
@@ -492,7 +513,7 @@ def test_changing_the_test_rows_changes_only_the_test_metrics(
 
 def test_peak_memory_is_each_runs_own() -> None:
     """Runs made one after another in one process (a reproduction) report their own peak."""
-    from fedrec.experiment import peak_rss_mib, reset_peak_rss
+    from fedrec.rounds import peak_rss_mib, reset_peak_rss
 
     if not os.access("/proc/self/clear_refs", os.W_OK):
         pytest.skip("no resettable peak memory (not Linux)")

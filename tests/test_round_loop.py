@@ -1,4 +1,4 @@
-"""The round loop's hooks (:func:`fedrec.experiment.run_rounds`) on a counting trainer: the
+"""The round loop's hooks (:func:`fedrec.rounds.run_rounds`) on a counting trainer: the
 evaluation schedule, the per-round callback, checkpoints and resuming, the early stop.
 
 The loop on real algorithms, with its results files, is :mod:`tests.test_experiment`'s."""
@@ -13,9 +13,9 @@ import pytest
 from fedrec.algorithms.base import Trainer
 from fedrec.config import RunConfig
 from fedrec.errors import ConfigError
-from fedrec.experiment import RoundCheckpoint, RunResult, is_eval_round, run_rounds
 from fedrec.federation.checkpoint import load_checkpoint
 from fedrec.federation.ledger import CommunicationLedger
+from fedrec.rounds import RoundCheckpoint, RunResult, is_eval_round, run_rounds
 
 
 class CountingTrainer(Trainer):

@@ -12,6 +12,7 @@ import pytest
 
 from fedrec.cli.main import main
 from fedrec.experiment import run_experiment
+from fedrec.options import RunOptions
 from fedrec.privacy import run_epsilon
 
 
@@ -66,10 +67,11 @@ def test_a_resumed_run_continues_its_log_and_the_epsilon_is_logged(tmp_path: Pat
     data, out, logs = ratings(tmp_path), tmp_path / "run", tmp_path / "logs"
     settings = {"rounds": 2, "eval_every": 1, "pseudo_items": 4, "neighbours": 3,
                 "clients_per_round": 4}
-    run_experiment("fedgnn", str(data), overrides=settings, out_dir=out, log_dir=logs,
-                   progress=False, stop_after=1)  # interrupted after round 1
+    logged_quietly = RunOptions(log_dir=logs, progress=False)
+    run_experiment("fedgnn", str(data), overrides=settings, out_dir=out,
+                   options=RunOptions.of(logged_quietly, stop_after=1))  # interrupted: round 1
     result = run_experiment("fedgnn", str(data), overrides=settings, out_dir=out,
-                            log_dir=logs, progress=False, resume=True)
+                            options=RunOptions.of(logged_quietly, resume=True))
     logged = scalars(logs)
     epsilon, _ = run_epsilon(result.privacy)
     assert epsilon is not None and logged.pop("privacy/epsilon") == {2: np.float32(epsilon)}

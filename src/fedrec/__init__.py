@@ -1,8 +1,9 @@
 """fedrec: privacy-preserving federated recommendation and federated graph learning.
 
 The Python API (:mod:`fedrec.api`) is here at the top level: ``fedrec.load_dataset``,
-``fedrec.make_config``, ``fedrec.run``, ``fedrec.read_results``, ``fedrec.compare``,
-``fedrec.plot_curves``. They are imported on first use, so ``import fedrec`` stays cheap.
+``fedrec.make_config``, ``fedrec.run`` (and its ``fedrec.RunOptions``), ``fedrec.read_results``,
+``fedrec.compare``, ``fedrec.plot_curves``. They are imported on first use, so ``import fedrec``
+stays cheap.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["RunResult", "compare", "load_dataset", "make_config", "plot_curves", "read_results",
-           "result_from_json", "run"]
+__all__ = ["RunOptions", "RunResult", "compare", "load_dataset", "make_config", "plot_curves",
+           "read_results", "result_from_json", "run"]
 
 
 def __getattr__(name: str) -> Any:

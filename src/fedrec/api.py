@@ -17,8 +17,9 @@
   algorithm's own options; :func:`fedrec.config.to_dict` gives its fields);
 * :func:`run`: one run on the in-process simulator (``engine="simulator"``, what ``fedrec run``
   calls, with checkpoints and ``resume`` when ``out`` is given) or on a local Flower deployment
-  (``engine="flower"``, what ``fedrec deploy`` calls); a :class:`~fedrec.experiment.RunResult`
-  either way;
+  (``engine="flower"``, what ``fedrec deploy`` calls); a :class:`~fedrec.rounds.RunResult`
+  either way. How it runs is a :class:`~fedrec.options.RunOptions` (``fedrec.RunOptions``):
+  given whole (``options=``) or as keywords, with the same defaults and checks as the CLI's;
 * :func:`read_results`, :func:`compare`, :func:`plot_curves`: a finished run's results, and
   the comparison of ``fedrec results``.
 
@@ -39,14 +40,13 @@ from fedrec.algorithms import resolve_config
 from fedrec.config import RunConfig, to_dict
 from fedrec.data import load_dataset
 from fedrec.errors import ConfigError
-from fedrec.experiment import RESULTS_NAME, RunResult, run_experiment
-from fedrec.federation.secrets import ClientSecrets
+from fedrec.experiment import RESULTS_NAME, run_experiment
+from fedrec.options import RunOptions
 from fedrec.reproduce import compare as _compare
+from fedrec.rounds import RunResult
 
-__all__ = ["RunResult", "compare", "load_dataset", "make_config", "plot_curves", "read_results",
-           "result_from_json", "run"]
-
-ENGINES = ("simulator", "flower")
+__all__ = ["RunOptions", "RunResult", "compare", "load_dataset", "make_config", "plot_curves",
+           "read_results", "result_from_json", "run"]
 
 
 def make_config(algorithm: str, dataset: str | os.PathLike[str] | None = None,
@@ -66,12 +66,6 @@ def _overrides(cfg: RunConfig | dict[str, Any] | None) -> dict[str, Any]:
     return to_dict(cfg)
 
 
-def _secrets(client_secret: str | ClientSecrets | None) -> ClientSecrets:
-    if isinstance(client_secret, ClientSecrets):
-        return client_secret
-    return ClientSecrets.from_hex(client_secret)
-
-
 def run(
     algorithm: str,
     dataset: str | os.PathLike[str],
@@ -81,49 +75,39 @@ def run(
     dataset_options: dict[str, Any] | None = None,
     data_dir: str | Path | None = None,
     out: str | Path | None = None,
-    resume: bool = False,
-    client_secret: str | ClientSecrets | None = None,
-    engine: str = "simulator",
-    device: str = "cpu",
-    progress: bool = False,
-    log_dir: str | Path | None = None,
-    checkpoint_every: int = 1,
-    **flower: Any,
+    options: RunOptions | None = None,
+    **run_options: Any,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset`` (a catalogue name or a file) and return its result.
 
     ``config``: a :func:`make_config` result or a dict of options (over the defaults and
-    ``config_file``). ``client_secret``: 64 hex digits, the root of every client's private
-    randomness (None: fresh OS entropy, the run is then not reproducible). ``engine``:
-    ``"simulator"`` (:func:`fedrec.experiment.run_experiment`; ``out`` gets ``results.json``
-    and a checkpoint a later ``resume=True`` continues from) or ``"flower"``
-    (:func:`fedrec.engines.flower.deploy.deploy`, needs ``pip install 'fedrec[flower]'``;
-    ``flower`` holds its options: ``nodes``, ``max_users``, ``timeout``, ...). ``log_dir``
-    (simulator): also a TensorBoard log of every round there (:mod:`fedrec.tracking`, needs
-    ``pip install 'fedrec[tensorboard]'``). ``checkpoint_every`` (simulator): write the
-    checkpoint every this many rounds and at each evaluation, not every round (an interruption
-    then loses up to that many rounds minus one; :class:`fedrec.experiment.RoundCheckpoint`).
+    ``config_file``). ``out``: the run's folder (``results.json``; on the simulator also the
+    checkpoint a later ``resume=True`` continues from).
+
+    How the run executes: ``options``, a :class:`~fedrec.options.RunOptions`, and/or its
+    fields as keywords (over ``options``), each with its one default and check there:
+    ``engine`` (``"simulator"``: :func:`fedrec.experiment.run_experiment`; ``"flower"``:
+    :func:`fedrec.engines.flower.deploy.deploy`, needs ``pip install 'fedrec[flower]'``),
+    ``client_secret`` (64 hex digits, the root of every client's private randomness; None:
+    fresh OS entropy, the run is then not reproducible), ``progress``; the simulator's
+    ``device``, ``resume``, ``checkpoint_every``, ``log_dir`` (a TensorBoard log, needs
+    ``pip install 'fedrec[tensorboard]'``); Flower's ``nodes``, ``max_users``, ``timeout``,
+    ``call_timeout``, ``straggler_timeout``, ... An unknown name, a value out of range or an
+    option of the other engine is a :class:`ConfigError`.
     """
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    opts = RunOptions.of(options, **run_options)
     overrides = _overrides(config)
-    secrets = _secrets(client_secret)
-    if engine == "simulator":
-        if flower:
-            raise ConfigError(f"{', '.join(sorted(flower))}: options of engine='flower' only")
+    if opts.engine == "simulator":
         return run_experiment(algorithm, dataset, data_dir=data_dir, config_file=config_file,
-                              overrides=overrides, out_dir=out, resume=resume, device=device,
-                              progress=progress, client_secrets=secrets,
-                              dataset_options=dataset_options, log_dir=log_dir,
-                              checkpoint_every=checkpoint_every)
-    if (dataset_options or resume or device != "cpu" or log_dir is not None
-            or checkpoint_every != 1):
-        raise ConfigError("engine='flower' takes no dataset_options, resume, device, log_dir "
-                          "or checkpoint_every")
+                              overrides=overrides, out_dir=out, dataset_options=dataset_options,
+                              options=opts)
+    if dataset_options:
+        raise ConfigError("engine='flower' takes no dataset_options (its nodes load the "
+                          "catalogue dataset as it is)")
     from fedrec.engines.flower.deploy import deploy
 
     result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir, config_file=config_file,
-                    overrides=overrides, out_dir=out, client_secrets=secrets, **flower)
+                    overrides=overrides, out_dir=out, options=opts)
     return result_from_json(result)
 
 

@@ -1,103 +1,46 @@
-"""Running one experiment: build, train round by round, checkpoint, evaluate, write results.
+"""``fedrec run``'s flow: resolve, check, load the data, resume, run the rounds, write results.
 
-The round loop itself, :func:`run_rounds`, is every engine's: ``fedrec run``
-(:func:`run_experiment`, with checkpoints and a progress bar), the in-process simulation
-(:func:`fedrec.engines.common.simulate`) and the Flower ServerApp (a per-round callback).
+:func:`run_experiment` is what ``fedrec run`` and ``fedrec.run(engine="simulator")`` call; the
+round loop inside it is every engine's (:mod:`fedrec.rounds`), and how it runs (device,
+checkpoints, progress, ...) is a :class:`~fedrec.options.RunOptions`.
 
 The results file (``results.json``) is written once, at the end, with ``"status": "complete"``;
 a run that stops early leaves only its last checkpoint (``checkpoint.pt``, written atomically
-after every round), from which ``resume=True`` continues and ends with the same result as an
-uninterrupted run (all randomness is keyed by (key, round, party), see
-:mod:`fedrec.core.rng`; the clients' keys come from the experimenter's client secret,
-kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
+after every round, or every ``checkpoint_every`` rounds), from which ``resume=True`` continues
+and ends with the same result as an uninterrupted run (all randomness is keyed by (key, round,
+party), see :mod:`fedrec.core.rng`; the clients' keys come from the experimenter's client
+secret, kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 
 The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved
 configuration, dataset name and options, the fingerprint of the loaded data); a resume that
 differs in any of them is refused (:func:`check_resume`) before anything in the output directory
-is touched. Everything that can be checked without the data (the configuration, the output
-directory, the checkpoint's record) is checked before the data is loaded.
+is touched. Everything that can be checked without the data (the options, the configuration,
+the output directory, the checkpoint's record) is checked before the data is loaded; what needs
+the data (its kind, its number of clients: :func:`check_loaded`) right after, here and in
+:func:`fedrec.engines.common.simulate` alike.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
-import resource
-import sys
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from fedrec.algorithms import get_algorithm, resolve_config
-from fedrec.algorithms.base import VAL_PREFIX, Trainer, evaluate_splits
+from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
 from fedrec.config import RunConfig, to_dict, with_new_defaults
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
 from fedrec.data.types import Dataset, GraphDataset, InteractionDataset, RatingDataset
 from fedrec.errors import ConfigError, ResumeRefused
-from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from fedrec.federation.runtime import seed_everything
-from fedrec.federation.secrets import ClientSecrets
-from fedrec.privacy.report import no_guarantee
+from fedrec.options import RunOptions
+from fedrec.rounds import RoundCheckpoint, RunResult, reset_peak_rss, run_rounds
 from fedrec.tracking import TensorBoardLog, summary_writer_class
 
 RESULTS_NAME = "results.json"
-#: What a results.json's figures mean; a reader (the reproduction runner) does not reuse a run of
-#: another format. 2: the data carries a validation split carved from the training rows, so a
-#: run of format 1 trained on rows that are validation rows now.
-RESULTS_FORMAT = 2
-
-
-@dataclass
-class RunResult:
-    algorithm: str
-    dataset: str
-    config: dict[str, Any]
-    history: list[dict[str, Any]] = field(default_factory=list)
-    final: dict[str, float] = field(default_factory=dict)
-    selection: dict[str, Any] | None = None
-    dataset_options: dict[str, Any] = field(default_factory=dict)
-    communication: dict[str, Any] = field(default_factory=dict)
-    privacy: dict[str, Any] | None = None
-    wall_time_s: float = 0.0
-    peak_rss_mib: float = 0.0
-    status: str = "running"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": RESULTS_FORMAT,
-            "status": self.status,
-            "algorithm": self.algorithm,
-            "dataset": self.dataset,
-            "dataset_options": self.dataset_options,
-            "config": self.config,
-            "seed": self.config.get("seed"),
-            "final": self.final,
-            "selection": self.selection,
-            "history": self.history,
-            "communication": self.communication,
-            "privacy": self.privacy,
-            "wall_time_s": self.wall_time_s,
-            "peak_rss_mib": self.peak_rss_mib,
-            "versions": package_versions(),
-        }
-
-
-def package_versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("fedrec", "torch", "torch-geometric", "numpy", "dp-accounting", "cryptography"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def dataset_kind(ds: object) -> str:
@@ -108,15 +51,6 @@ def dataset_kind(ds: object) -> str:
     if isinstance(ds, GraphDataset):
         return "graph"
     raise TypeError(type(ds).__name__)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda was asked for but no CUDA device is available")
-    try:
-        return torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"unknown device {name!r}; use cpu or cuda") from None
 
 
 def check_out_dir(out: Path, create: bool = True) -> None:
@@ -215,6 +149,26 @@ def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
         )
 
 
+def check_kind(algorithm: str, kinds: tuple[str, ...], dataset: str, kind: str) -> None:
+    """ConfigError unless ``algorithm`` (working on ``kinds``) can run on ``kind`` data."""
+    if kind not in kinds:
+        raise ConfigError(f"{algorithm} works on {'/'.join(kinds)} data; {dataset} is {kind}")
+
+
+def check_before_loading(spec: AlgorithmSpec, dataset: str) -> None:
+    """What can be checked of a run's data before it is loaded: a catalogue dataset's kind (a
+    user's file says its kind once it is read)."""
+    if not is_user_file(dataset):
+        check_kind(spec.name, spec.dataset_kinds, dataset, get_spec(dataset).kind)
+
+
+def check_loaded(spec: AlgorithmSpec, cfg: RunConfig, dataset: str, ds: Dataset) -> None:
+    """What is checked of a run's loaded data, by every engine that loads it: its kind, and
+    that ``clients_per_round`` asks for no more clients than it has."""
+    check_kind(spec.name, spec.dataset_kinds, dataset, dataset_kind(ds))
+    check_clients_per_round(cfg, ds)
+
+
 def run_experiment(
     algorithm: str,
     dataset: str | os.PathLike[str],
@@ -223,81 +177,74 @@ def run_experiment(
     config_file: str | Path | None = None,
     overrides: list[str] | dict[str, Any] = (),  # type: ignore[assignment]
     out_dir: str | Path | None = None,
-    resume: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    stop_after: int | None = None,
-    client_secrets: ClientSecrets | None = None,
     dataset_options: dict[str, Any] | None = None,
-    log_dir: str | Path | None = None,
-    checkpoint_every: int = 1,
+    options: RunOptions | None = None,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset``; see the module docstring for files and resuming.
 
     ``dataset``: a catalogue name or a user's file (:func:`~fedrec.data.load_dataset`); the run
     of a file also writes :data:`ID_MAP_NAME` (its raw ids) beside ``results.json``.
 
-    ``client_secrets``: the experimenter's root of every client's private randomness
-    (:mod:`fedrec.federation.secrets`); None draws fresh OS entropy, and the run is then not
-    reproducible (a resumed run continues with the checkpoint's root).
-
     ``dataset_options`` go to :func:`~fedrec.data.load_dataset` (e.g. ``{"split": "random"}``).
 
-    ``log_dir``: also write a TensorBoard log of every round there
-    (:class:`fedrec.tracking.TensorBoardLog`; needs the ``tensorboard`` extra).
-
-    ``checkpoint_every``: write the checkpoint after every this many rounds (and each
-    evaluated round) instead of every round (:class:`RoundCheckpoint`).
-
-    ``stop_after`` ends the run after that many rounds *as if interrupted* (no results file):
-    it exists to test resuming.
+    ``options`` (:class:`~fedrec.options.RunOptions`; engine ``simulator``, default: the
+    defaults): ``device``; ``progress`` (a bar on stderr); ``client_secret``, the
+    experimenter's root of every client's private randomness (:mod:`fedrec.federation.secrets`;
+    None draws fresh OS entropy, and the run is then not reproducible; a resumed run continues
+    with the checkpoint's root); ``resume`` (needs ``out_dir``); ``checkpoint_every`` (write
+    the checkpoint after every this many rounds and each evaluated round instead of every
+    round: :class:`~fedrec.rounds.RoundCheckpoint`); ``log_dir`` (also a TensorBoard log of
+    every round: :class:`fedrec.tracking.TensorBoardLog`, needs the ``tensorboard`` extra);
+    ``stop_after`` (end after that many rounds *as if interrupted*, no results file: it exists
+    to test resuming). ``max_users`` is not taken (it slices the data of a Flower job and of
+    its twin, :func:`fedrec.engines.common.simulate`).
     """
-    check_checkpoint_every(checkpoint_every)  # before the data is loaded
+    opts = (options or RunOptions()).with_engine("simulator")
+    # Refused, not ignored: a sliced run's results would be recorded as the whole dataset's.
+    opts.refuse(["max_users"], "fedrec run (use --data-opt to choose the data)")
     reset_peak_rss()  # this run's peak memory, not an earlier run's in the same process
     spec = get_algorithm(algorithm)
     cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
-    dev = resolve_device(device)
+    dev = opts.torch_device()
     user_file = is_user_file(dataset)
     dataset = os.fspath(dataset)
-    if not user_file:  # a user's file says its kind once it is read
-        check_kind(algorithm, spec.dataset_kinds, dataset, get_spec(dataset).kind)
-    options = dict(dataset_options or {})
-    if log_dir is not None:
+    check_before_loading(spec, dataset)
+    data_options = dict(dataset_options or {})
+    if opts.log_dir is not None:
         summary_writer_class()  # a missing extra is said before the data is loaded
     out = Path(out_dir) if out_dir is not None else None
-    if resume and out is None:
+    if opts.resume and out is None:
         raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
     stored = None
     if out is not None:
-        check_out_dir(out, create=not resume)
-        if resume:
+        check_out_dir(out, create=not opts.resume)
+        if opts.resume:
             stored = load_checkpoint(out / CHECKPOINT_NAME)
-            check_resume(stored, made_from(algorithm, cfg, dataset, options), out, cfg)
+            check_resume(stored, made_from(algorithm, cfg, dataset, data_options), out, cfg)
     ds = load_dataset(Path(dataset) if user_file else dataset, data_dir, download=True,
-                      **options)
-    if user_file:
-        check_kind(algorithm, spec.dataset_kinds, dataset, dataset_kind(ds))
-    check_clients_per_round(cfg, ds)
+                      **data_options)
+    check_loaded(spec, cfg, dataset, ds)
     # Only a run with a checkpoint needs the record (the fingerprint is a pass over the data).
-    record = made_from(algorithm, cfg, dataset, options, ds) if out is not None else {}
+    record = made_from(algorithm, cfg, dataset, data_options, ds) if out is not None else {}
     if stored is not None:
         check_resume(stored, record, out, cfg)
     # Opened before the seeding, so that nothing it does can touch a seeded generator.
-    log = (TensorBoardLog(log_dir, stored["history"] if stored is not None else ())
-           if log_dir is not None else None)
+    log = (TensorBoardLog(opts.log_dir, stored["history"] if stored is not None else ())
+           if opts.log_dir is not None else None)
     try:
         seed_everything(cfg.seed)
-        trainer = spec.trainer(cfg, ds, dev, client_secrets)
-        result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(options))
+        trainer = spec.trainer(cfg, ds, dev, opts.client_secret)
+        result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(data_options))
         checkpoint = None
         if out is not None:
             # Only now, with every check passed: a refused run leaves a finished result in place.
             (out / RESULTS_NAME).unlink(missing_ok=True)
             checkpoint = RoundCheckpoint(out / CHECKPOINT_NAME, record, resume_from=stored,
-                                         every=checkpoint_every)
+                                         every=opts.checkpoint_every)
         run_rounds(trainer, cfg, result, checkpoint=checkpoint,
-                   progress=f"{algorithm}/{dataset}" if progress else None,
-                   on_round=log.on_round if log is not None else None, stop_after=stop_after)
+                   progress=f"{algorithm}/{dataset}" if opts.progress else None,
+                   on_round=log.on_round if log is not None else None,
+                   stop_after=opts.stop_after)
         if log is not None and result.status == "complete":
             log.finish(result.privacy)
     finally:
@@ -325,200 +272,3 @@ def write_id_map(out: Path, ds: Dataset) -> None:
     tmp = out / (ID_MAP_NAME + ".tmp")
     tmp.write_text(json.dumps(ids))
     tmp.replace(out / ID_MAP_NAME)
-
-
-def check_kind(algorithm: str, kinds: tuple[str, ...], dataset: str, kind: str) -> None:
-    """ConfigError unless ``algorithm`` (working on ``kinds``) can run on ``kind`` data."""
-    if kind not in kinds:
-        raise ConfigError(f"{algorithm} works on {'/'.join(kinds)} data; {dataset} is {kind}")
-
-
-def check_checkpoint_every(every: int) -> None:
-    if every < 1:
-        raise ConfigError(f"checkpoint_every must be at least 1, got {every}")
-
-
-@dataclass
-class RoundCheckpoint:
-    """The round loop's checkpoint: written to ``path`` with the run's :func:`made_from`
-    record after every ``every``-th round, every evaluated round and the last round;
-    ``resume_from``, a checkpoint loaded from there, is the state the loop continues from
-    (None: a fresh run from round 1).
-
-    ``every`` 1 (the default) loses no completed round to an interruption. A larger one trades
-    that for time where writing every client's state costs as much as a round (Gowalla's
-    FedGRec: ~2.2 s of checkpoint against ~2.3 s of round): an interruption then loses up to
-    ``every - 1`` rounds, which a resumed run trains again, to the same result (its state is
-    the checkpoint's, and every draw is keyed by round)."""
-
-    path: Path
-    made_from: dict[str, Any]
-    resume_from: dict[str, Any] | None = None
-    every: int = 1
-
-    def __post_init__(self) -> None:
-        check_checkpoint_every(self.every)
-
-    def due(self, cfg: RunConfig, rnd: int) -> bool:
-        """Whether round ``rnd``'s state is written."""
-        return rnd % self.every == 0 or is_eval_round(cfg, rnd)
-
-
-def is_eval_round(cfg: RunConfig, rnd: int) -> bool:
-    """The evaluation schedule: every ``eval_every`` rounds, and the last round."""
-    return rnd % cfg.eval_every == 0 or rnd == cfg.rounds
-
-
-def run_rounds(
-    trainer: Trainer,
-    cfg: RunConfig,
-    result: RunResult,
-    *,
-    checkpoint: RoundCheckpoint | None = None,
-    progress: str | None = None,
-    on_round: Callable[[dict[str, Any]], None] | None = None,
-    stop_after: int | None = None,
-) -> RunResult:
-    """The round loop of every engine: rounds ``1..cfg.rounds`` of ``trainer``, a history row
-    each appended to ``result`` (training statistics, an evaluation where
-    :func:`is_eval_round`, the round's ledger totals, its wall time), then
-    :func:`finish_result`.
-
-    Hooks, all optional: ``checkpoint`` (saved after the rounds :meth:`RoundCheckpoint.due`
-    names; with ``resume_from``, the trainer's state, the history and the elapsed time are
-    restored first and the loop starts after the checkpoint's round), ``progress`` (a
-    progress bar on stderr with this label),
-    ``on_round`` (called with each history row, after its checkpoint). ``stop_after`` ends the
-    loop after that round *as if interrupted* (``result.status`` ``"interrupted"``, not
-    finished): it exists to test resuming.
-    """
-    start_round, elapsed_before = 1, 0.0
-    stored = checkpoint.resume_from if checkpoint is not None else None
-    if stored is not None:
-        trainer.load_state_dict(stored["trainer"])
-        result.history = stored["history"]
-        start_round = stored["round"] + 1
-        elapsed_before = stored["elapsed"]
-    t0 = time.perf_counter()
-    rounds = range(start_round, cfg.rounds + 1)
-    bar = _progress(rounds, progress) if progress is not None else rounds
-    for rnd in bar:
-        t_round = time.perf_counter()
-        row: dict[str, Any] = {"round": rnd, "train": trainer.train_round(rnd)}
-        if is_eval_round(cfg, rnd):
-            row["eval"] = evaluate_splits(trainer)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix({k: f"{v:.4g}" for k, v in row["eval"].items() if k in _SHOWN})
-        # Evaluation traffic is metered too: it is in this round's totals, under its own step.
-        row["communication"] = trainer.ledger.totals(rnd)
-        row["time_s"] = time.perf_counter() - t_round
-        result.history.append(row)
-        if checkpoint is not None and checkpoint.due(cfg, rnd):
-            save_checkpoint(checkpoint.path, {
-                "made_from": checkpoint.made_from, "round": rnd,
-                "trainer": trainer.state_dict(), "history": result.history,
-                "elapsed": elapsed_before + time.perf_counter() - t0,
-            })
-        if on_round is not None:
-            on_round(row)
-        if stop_after is not None and rnd >= stop_after and rnd < cfg.rounds:
-            result.status = "interrupted"
-            return result
-    return finish_result(result, trainer, t0, elapsed_before)
-
-
-def finish_result(
-    result: RunResult, trainer: Trainer, t0: float, elapsed_before: float = 0.0
-) -> RunResult:
-    """Complete ``result`` after its last round: the last evaluation, the ledger's totals, the
-    privacy report, the wall time (``elapsed_before`` plus the time since ``t0``, a
-    :func:`time.perf_counter` reading) and status ``complete``. Every engine ends a run so."""
-    result.final = next((h["eval"] for h in reversed(result.history) if "eval" in h), {})
-    result.selection = select_round(result.history)
-    result.communication = {
-        "totals": trainer.ledger.totals(),
-        "by_step": trainer.ledger.by_step(),
-        "by_role": trainer.ledger.by_role(),
-        "rejected": trainer.ledger.rejected,
-    }
-    # Every result states its privacy: an accountant's figures, or explicitly none.
-    result.privacy = trainer.privacy_report() or no_guarantee(
-        protection="none (centralized: all data at one party)",
-        leakage="the trainer holds every rating")
-    reproducible = trainer.reproducible()
-    if reproducible is not None:
-        result.privacy["client_randomness"] = (
-            "keyed by the experimenter's client secret (reproducible with it)" if reproducible
-            else "fresh OS entropy (not reproducible: give --client-secret to repeat a run)")
-    result.wall_time_s = elapsed_before + time.perf_counter() - t0
-    result.peak_rss_mib = peak_rss_mib()
-    result.status = "complete"
-    return result
-
-
-def reset_peak_rss() -> None:
-    """Start a new peak-memory window for :func:`peak_rss_mib` (Linux: ``clear_refs`` resets
-    ``VmHWM``), so that runs made one after another in one process (a reproduction) each
-    report their own peak; elsewhere a no-op."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
-def peak_rss_mib() -> float:
-    """The process's peak resident memory since :func:`reset_peak_rss` (Linux ``VmHWM``), else
-    since it started (``ru_maxrss``): the run's own peak, or an upper bound on it."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-#: What :func:`select_round` ranks evaluated rounds by, first present first: (validation
-#: metric name without the prefix, whether higher is better).
-SELECT_ON = (("rmse", False), ("Recall@", True), ("client_Recall@", True), ("accuracy", True),
-             ("f1_micro", True))
-
-
-def select_round(history: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The round a run would be stopped at, chosen on validation metrics only.
-
-    Among the evaluated rounds, the one with the best ``val_<metric>`` (the first of
-    :data:`SELECT_ON` the evaluations report; ties go to the earliest round), with its test
-    metrics beside it. It is a report: training is not changed. None when no evaluation has
-    validation metrics (a dataset loaded with ``val_fraction=0``)."""
-    rows = [h for h in history if "eval" in h]
-    if not rows:
-        return None
-    names = [k[len(VAL_PREFIX):] for k in rows[-1]["eval"] if k.startswith(VAL_PREFIX)]
-    found = [(n, higher) for prefix, higher in SELECT_ON for n in names
-             if n == prefix or (prefix.endswith("@") and n.startswith(prefix))]
-    if not found:
-        return None
-    metric, higher = found[0]
-    key = VAL_PREFIX + metric
-    scored = [h for h in rows if key in h["eval"]]
-    sign = -1.0 if higher else 1.0
-    best = min(scored, key=lambda h: (sign * h["eval"][key], h["round"]))
-    test = {k: v for k, v in best["eval"].items() if not k.startswith(VAL_PREFIX)}
-    return {
-        "select_on": key, "higher_is_better": higher, "round": best["round"],
-        key: best["eval"][key], "test": test,
-        "why": f"{'highest' if higher else 'lowest'} {key} of the {len(scored)} evaluated "
-               f"rounds (earliest on a tie); test metrics are never read to choose",
-    }
-
-
-_SHOWN = ("rmse", "Recall@20", "NDCG@20", "accuracy", "f1_micro")
-
-
-def _progress(it: range, desc: str):
-    from tqdm import tqdm
-
-    return tqdm(it, desc=desc, unit="round", file=sys.stderr, dynamic_ncols=True)

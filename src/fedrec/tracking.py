@@ -1,6 +1,6 @@
 """Experiment tracking: a TensorBoard log of a run (``fedrec run --log-dir DIR``).
 
-:class:`TensorBoardLog` observes the round loop (:func:`fedrec.experiment.run_rounds`'s
+:class:`TensorBoardLog` observes the round loop (:func:`fedrec.rounds.run_rounds`'s
 ``on_round`` hook) and writes, at step = round, every number of each history row:
 
 * ``train/KEY``: the round's training statistics (``row["train"]``);

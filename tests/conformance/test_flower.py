@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fedrec.engines.common import simulate
+from fedrec.options import RunOptions
 
 from .harness import (
     FEDERATED,
@@ -38,11 +39,14 @@ def test_flower_equals_the_simulator(name: str, data_root, tmp_path) -> None:
     dataset_of(name, data_root)  # skips if not staged
     settings = to_dict(config_of(name))
     oracle = spec_of(name).instruments is not None
+    options = RunOptions(engine="flower", nodes=3, max_users=contract.max_users,
+                         client_secret=SECRETS, experimenter_oracle=oracle, progress=False,
+                         connect_timeout=5.0, call_timeout=2.0, straggler_timeout=0.5)
     flower, _ = run_in_memory(name, contract.dataset, data_root, tmp_path, overrides=settings,
-                              max_users=contract.max_users, client_secrets=SECRETS,
-                              experimenter_oracle=oracle)
+                              options=options)
     sim = simulate(name, contract.dataset, data_dir=data_root, overrides=settings,
-                   max_users=contract.max_users, client_secrets=SECRETS).to_json()
+                   options=RunOptions(max_users=contract.max_users, client_secret=SECRETS,
+                                      progress=False)).to_json()
     tolerance = contract_of(name).flower_tolerance
     assert flower["status"] == "complete" and flower["engine"]["dead_nodes"] == []
     assert len(flower["history"]) == len(sim["history"]) == ROUNDS

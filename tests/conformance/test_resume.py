@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from fedrec.config import to_dict
-from fedrec.experiment import RoundCheckpoint, RunResult, run_rounds
 from fedrec.federation.checkpoint import load_checkpoint
+from fedrec.rounds import RoundCheckpoint, RunResult, run_rounds
 
 from .harness import FEDERATED, applies, config_of, dataset_of, trainer_of, without_timings
 

@@ -41,12 +41,16 @@ from fedrec.engines.common import simulate
 from fedrec.engines.flower.deploy import LOOPBACK, DeployError, Deployment, deploy, free_port
 from fedrec.engines.flower.node import node_share
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
 
 USERS = 40
 # One client secret for the deployment and the simulator: compared draw for draw.
 SECRETS = ClientSecrets(bytes(range(32)))
+# The simulator twin of the deployments here: the same users, the same client secret.
+SIM = RunOptions(max_users=USERS, client_secret=SECRETS, progress=False)
+DEPLOY = RunOptions.of(SIM, engine="flower", nodes=3, timeout=600, call_timeout=300)
 FCF = {"rounds": 2, "eval_every": 1, "dim": 16}
 FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pseudo_items": 50,
           "neighbours": 4, "expand_after": 0}
@@ -55,8 +59,7 @@ KILL = dict(FCF, eval_every=2)
 
 def _run(data_root, algorithm: str, overrides: dict, watch, straggler: float) -> dict:
     return deploy(algorithm, "ml-100k", data_dir=data_root, overrides=overrides,
-                  max_users=USERS, client_secrets=SECRETS, nodes=3, timeout=600, call_timeout=300,
-                  straggler_timeout=straggler, on_round=watch)
+                  options=RunOptions.of(DEPLOY, straggler_timeout=straggler), on_round=watch)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +93,7 @@ def test_fcf_deployment_equals_simulator(runs, ml100k_root, deploy_helpers) -> N
     results, watches = runs
     res = results["fcf"]
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=FCF,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["engine"]["nodes"] == 3 and res["engine"]["clients"] == USERS
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert deploy_helpers.rel_diff(a["eval"], b["eval"]) <= 1e-12
@@ -105,7 +108,7 @@ def test_fedgnn_deployment_with_third_party_node_equals_simulator(
     results, watches = runs
     res = results["fedgnn"]
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=FEDGNN,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["engine"]["nodes"] == 4  # 3 client SuperNodes + the third party's
     assert res["history"][0]["train"]["expanded"] == 1.0
     for a, b in zip(res["history"], sim["history"], strict=True):

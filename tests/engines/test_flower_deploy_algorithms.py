@@ -37,6 +37,7 @@ from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, re
 from fedrec.engines.flower.deploy import deploy
 from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
 
@@ -86,10 +87,12 @@ def runs(ml100k_root, deploy_helpers):
             watches[alg](row, dep)
             first_round.set()
 
+        options = RunOptions(
+            engine="flower", max_users=job.max_users, client_secret=SECRETS, nodes=3,
+            timeout=600, call_timeout=300, straggler_timeout=0.0,
+            experimenter_oracle=job.oracle, progress=False)
         return deploy(alg, job.dataset, data_dir=ml100k_root, overrides=job.overrides,
-                      max_users=job.max_users, client_secrets=SECRETS, nodes=3, timeout=600,
-                      call_timeout=300, straggler_timeout=0.0, on_round=on_round,
-                      experimenter_oracle=job.oracle)
+                      options=options, on_round=on_round)
 
     with cf.ThreadPoolExecutor(len(jobs)) as pool:
         futs = {alg: pool.submit(run, alg) for alg in jobs}
@@ -103,7 +106,8 @@ def _compare(alg: str, runs, root, helpers, tol: float) -> tuple[dict, dict]:
         pytest.skip(f"{JOBS[alg].dataset} is not staged")
     res, job = results[alg], JOBS[alg]
     sim = simulate(alg, job.dataset, data_dir=root, overrides=job.overrides,
-                   max_users=job.max_users, client_secrets=SECRETS).to_json()
+                   options=RunOptions(max_users=job.max_users, client_secret=SECRETS,
+                                      progress=False)).to_json()
     assert res["engine"]["nodes"] == 3 + job.services
     assert res["engine"]["clients"] == job.clients
     assert res["engine"]["experimenter_oracle"] == job.oracle
@@ -164,4 +168,5 @@ def test_ptf_server_built_from_metadata_holds_no_ground_truth(ml100k_root) -> No
 @pytest.mark.parametrize("algorithm", ["pmf", "gnn-central", "lightgcn", "ngcf", "neumf"])
 def test_centralized_algorithms_are_refused(algorithm, ml100k_root) -> None:
     with pytest.raises(ConfigError, match="not a federated algorithm"):
-        deploy(algorithm, "ml-100k", data_dir=ml100k_root, max_users=USERS)
+        deploy(algorithm, "ml-100k", data_dir=ml100k_root,
+               options=RunOptions(engine="flower", max_users=USERS))

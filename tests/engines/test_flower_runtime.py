@@ -37,10 +37,13 @@ from fedrec.engines.flower.envelope import from_content, to_content
 from fedrec.engines.flower.node import NodeHost, node_share
 from fedrec.engines.flower.server import run_server
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 USERS = 40  # ML-100K users 0..39: a few dozen clients
 # One client secret for the Flower run and the simulator: compared draw for draw.
 SECRETS = ClientSecrets(bytes(range(32)))
+# The simulator twin of the deployments here: the same users, the same client secret.
+SIM = RunOptions(max_users=USERS, client_secret=SECRETS, progress=False)
 FCF = {"rounds": 2, "eval_every": 1, "dim": 16}
 FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pseudo_items": 50,
           "neighbours": 4, "expand_after": 0}
@@ -116,7 +119,7 @@ def local_run(tmp_path, data_root, algorithm: str, overrides: dict, nodes: int =
 def test_fcf_equals_simulator(tmp_path, ml100k_root) -> None:
     res, grid = local_run(tmp_path, ml100k_root, "fcf", FCF)
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=FCF,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert rel_diff(a["eval"], b["eval"]) <= 1e-12
         assert a["train"] == b["train"] and a["communication"] == b["communication"]
@@ -133,7 +136,7 @@ def test_fcf_equals_simulator(tmp_path, ml100k_root) -> None:
 def test_fedgnn_equals_simulator_and_relay_sees_only_ciphertext(tmp_path, ml100k_root) -> None:
     res, grid = local_run(tmp_path, ml100k_root, "fedgnn", FEDGNN, services=("third_party",))
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=FEDGNN,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["history"][0]["train"]["expanded"] == 1.0
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert rel_diff(a["eval"], b["eval"]) <= 1e-6
@@ -157,7 +160,7 @@ def test_fedgnn_secure_sum_equals_simulator(tmp_path, ml100k_root) -> None:
     settings = dict(FEDGNN, item_privacy="secure_sum", neighbours=0)
     res, _ = local_run(tmp_path, ml100k_root, "fedgnn", settings)
     sim = simulate("fedgnn", "ml-100k", data_dir=ml100k_root, overrides=settings,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["train"]["clients"] == b["train"]["clients"] == 16
         assert rel_diff(a["eval"], b["eval"]) <= 1e-6
@@ -210,7 +213,7 @@ def cora_equals_simulator(tmp_path, data_root, algorithm: str, settings: dict,
     grid = LocalGrid(rc, configs)
     res = run_server(grid, rc)
     sim = simulate(algorithm, "cora", data_dir=data_root, overrides=settings,
-                   client_secrets=SECRETS).to_json()
+                   options=RunOptions.of(SIM, max_users=None)).to_json()
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["eval"] == b["eval"] and a["communication"] == b["communication"]
         assert {k: v for k, v in a["train"].items() if not k.startswith("time_")} == {
@@ -299,7 +302,7 @@ def test_fedgrec_equals_simulator(tmp_path, ml100k_root, load_once, secure: bool
     settings = dict(FEDGREC, secure_aggregation=secure, **extra)
     res, grid = local_run(tmp_path, ml100k_root, "fedgrec", settings)
     sim = simulate("fedgrec", "ml-100k", data_dir=ml100k_root, overrides=settings,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["status"] == "complete" and res["engine"]["dead_nodes"] == []
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["eval"] == b["eval"]
@@ -330,7 +333,7 @@ def test_fedavg_ncf_and_fedmf_equal_simulator(tmp_path, ml100k_root, algorithm: 
                                               settings: dict, tol: float) -> None:
     res, grid = local_run(tmp_path, ml100k_root, algorithm, settings)
     sim = simulate(algorithm, "ml-100k", data_dir=ml100k_root, overrides=settings,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["status"] == "complete" and res["engine"]["dead_nodes"] == []
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert set(a["eval"]) == set(b["eval"]) and rel_diff(a["eval"], b["eval"]) <= tol
@@ -357,7 +360,7 @@ def test_secure_fcf_secagg_plus_equals_simulator(tmp_path, ml100k_root) -> None:
                 "secagg_variant": "secagg+"}
     res, grid = local_run(tmp_path, ml100k_root, "fcf", settings)
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=settings,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["train"] == b["train"] == {"clients": USERS, "dropped_after_keys": 0}
         assert rel_diff(a["eval"], b["eval"]) == 0.0
@@ -407,7 +410,7 @@ def test_fl_mv_dssm_views_on_their_devices_node_equal_simulator(
     settings = dict(FLMV, secure_aggregation=secure)
     res, grid = local_run(tmp_path, ml100k_root, "fl-mv-dssm", settings)
     sim = simulate("fl-mv-dssm", "ml-100k", data_dir=ml100k_root, overrides=settings,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["status"] == "complete" and res["engine"]["dead_nodes"] == []
     assert res["engine"]["nodes"] == 3  # no SuperNode of the views' own
     for a, b in zip(res["history"], sim["history"], strict=True):

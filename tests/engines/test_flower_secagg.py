@@ -23,20 +23,23 @@ from fedrec.engines.common import simulate
 from fedrec.engines.flower.deploy import deploy
 from fedrec.engines.flower.node import node_share
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
 
 USERS = 40
 # One client secret for the deployment and the simulator: compared draw for draw.
 SECRETS = ClientSecrets(bytes(range(32)))
+# The simulator twin of the deployments here: the same users, the same client secret.
+SIM = RunOptions(max_users=USERS, client_secret=SECRETS, progress=False)
+DEPLOY = RunOptions.of(SIM, engine="flower", nodes=3, timeout=600, call_timeout=300)
 SECURE = {"rounds": 2, "eval_every": 1, "dim": 16, "secure_aggregation": True}
 KILL = dict(SECURE, eval_every=2)
 
 
 def _run(data_root, overrides: dict, watch, straggler: float) -> dict:
-    return deploy("fcf", "ml-100k", data_dir=data_root, overrides=overrides, max_users=USERS,
-                  client_secrets=SECRETS, nodes=3, timeout=600, call_timeout=300,
-                  straggler_timeout=straggler, on_round=watch)
+    return deploy("fcf", "ml-100k", data_dir=data_root, overrides=overrides,
+                  options=RunOptions.of(DEPLOY, straggler_timeout=straggler), on_round=watch)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def test_secure_fcf_deployment_equals_simulator(runs, ml100k_root, deploy_helper
     results, watches = runs
     res = results["secure"]
     sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=SECURE,
-                   max_users=USERS, client_secrets=SECRETS).to_json()
+                   options=SIM).to_json()
     assert res["status"] == "complete" and res["engine"]["clients"] == USERS
     for a, b in zip(res["history"], sim["history"], strict=True):
         assert a["train"] == b["train"] == {"clients": USERS, "dropped_after_keys": 0}

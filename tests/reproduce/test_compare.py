@@ -10,6 +10,7 @@ import pytest
 
 from fedrec.cli.main import main
 from fedrec.experiment import run_experiment
+from fedrec.options import RunOptions
 from fedrec.reproduce.compare import comparison, differing_settings, find_runs
 from fedrec.reproduce.report import at_selected_round
 
@@ -23,9 +24,9 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for lr in (0.01, 0.02):
         run_experiment("pmf", str(data), overrides={"rounds": 2, "eval_every": 1, "dim": 4,
                                                     "lr": lr},
-                       out_dir=root / f"lr{lr}", progress=False)
+                       out_dir=root / f"lr{lr}", options=RunOptions(progress=False))
     run_experiment("pmf", str(data), overrides={"rounds": 3, "dim": 4}, out_dir=root / "stopped",
-                   progress=False, stop_after=1)  # interrupted: no results.json, not listed
+                   options=RunOptions(progress=False, stop_after=1))  # interrupted: not listed
     return root
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from fedrec.config import to_dict
 from fedrec.engines.common import resolve
-from fedrec.experiment import RESULTS_FORMAT, run_experiment
+from fedrec.experiment import run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from fedrec.options import RunOptions
 from fedrec.reproduce.report import metric
 from fedrec.reproduce.runner import (
     SAME_AS_NAME,
@@ -20,6 +21,7 @@ from fedrec.reproduce.runner import (
     run_all,
     status_of,
 )
+from fedrec.rounds import RESULTS_FORMAT
 
 
 class Recorder:
@@ -140,9 +142,9 @@ def test_a_checkpoint_of_other_settings_is_started_again(data_root: Path, tmp_pa
     quick = {"dim": 4, "batch_size": 4096}
     folder = tmp_path / "runs" / "k" / "seed-0"
     run_experiment("pmf", "ml-100k", data_dir=data_root, overrides={**quick, "rounds": 3},
-                   out_dir=folder, progress=False, stop_after=1)
+                   out_dir=folder, options=RunOptions(progress=False, stop_after=1))
     res = run_all([RunSpec("k", "pmf", "ml-100k", {**quick, "rounds": 2})], tmp_path,
-                  data_dir=data_root)
+                  data_dir=data_root, options=RunOptions(progress=False))
     assert res["k"][0]["status"] == "complete" and res["k"][0]["config"]["rounds"] == 2
     assert load_checkpoint(folder / CHECKPOINT_NAME)["made_from"]["config"]["rounds"] == 2
 

@@ -6,7 +6,7 @@ graph, the weights and their Adam optimiser, and evaluates the full graph.
 Evaluation: the full-graph logits without dropout, on the nodes of the split's mask; a
 single-label graph reports ``accuracy`` (equal to micro-F1 there), a multi-label one ``f1_micro``
 over all (node, label) decisions (:func:`fedrec.metrics.classification.f1_micro`). The runner
-selects the round on the validation metric (``fedrec.experiment.SELECT_ON``).
+selects the round on the validation metric (``fedrec.rounds.SELECT_ON``).
 
 Weight decay, as in Kipf & Welling's code, is an L2 penalty on the first layer's weight matrix
 only (``decay_all_layers`` extends it to every weight and bias); Adam's coupled ``weight_decay``

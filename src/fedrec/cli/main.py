@@ -2,7 +2,7 @@
 
     fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
                [--data-opt key=value ...] [--out DIR] [--resume] [--checkpoint-every N]
-               [--log-dir DIR]
+               [--log-dir DIR] [--device cpu|cuda] [--quiet]
     fedrec reproduce NAME [--quick] [--out DIR] [--seeds N] [--gowalla]
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
@@ -11,6 +11,9 @@
     fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
+
+The run options' flags (``--resume``, ``--device``, ``--nodes``, ``--timeout``, ...) take their
+defaults and help from :class:`fedrec.options.RunOptions` (:mod:`fedrec.cli.options`).
 
 Every error caused by input (unknown names, bad values, malformed data files, missing data)
 prints one line, ``fedrec: error: ...``, and exits with status 2; nothing half-written is left
@@ -26,12 +29,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fedrec.cli.summary import (
-    add_client_secret_option,
-    client_secrets_of,
-    summary_rows,
-    table,
-)
+from fedrec.cli.options import add_client_secret_option, add_run_option, run_options_of
+from fedrec.cli.summary import summary_rows, table
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.reproduce import REPRODUCTIONS
 
@@ -41,7 +40,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fedrec.config import parse_options, parse_override
 
     _set_threads(args.threads)
-    secrets = client_secrets_of(args)
     result = run(
         args.algorithm,
         args.dataset,
@@ -50,12 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config_file=args.config,
         config=dict(parse_override(item) for item in args.set or []),
         out=args.out,
-        resume=args.resume,
-        device=args.device,
-        progress=not args.quiet,
-        client_secret=secrets,
-        log_dir=args.log_dir,
-        checkpoint_every=args.checkpoint_every,
+        options=run_options_of(args, "simulator"),
     )
     rows = summary_rows(result)
     if args.out:
@@ -88,7 +81,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if not run_missing:
             raise ConfigError("--only needs at least one setting key prefix")
     report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
-                       data_dir=args.data_dir, device=args.device, progress=not args.quiet,
+                       data_dir=args.data_dir, options=run_options_of(args, "simulator"),
                        run_missing=run_missing, **extra)
     print(f"report: {report}")
     return 0
@@ -168,6 +161,12 @@ def _set_threads(n: int | None) -> None:
     torch.set_num_threads(n or default_threads())
 
 
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    # A process's setting (torch.set_num_threads), not a run's: not a RunOptions field.
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: half the cores)")
+
+
 _DATA_DIR_HELP = "dataset directory (default: $FEDREC_DATA, else cache)"
 
 
@@ -188,18 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="one dataset option, e.g. split=u3 for ML-100K's third GroupLens "
                      "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
     run.add_argument("--out", help="directory for results.json and checkpoints")
-    run.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
-    run.add_argument("--checkpoint-every", type=int, default=1, metavar="N",
-                     help="write the checkpoint every N rounds and at each evaluation "
-                     "(default 1: an interruption loses no completed round; a larger N loses "
-                     "up to N-1, for runs whose checkpoint costs as much as a round)")
-    run.add_argument("--log-dir", metavar="DIR",
-                     help="also write a TensorBoard log of every round's metrics, ledger totals "
-                     "and the run's epsilon (pip install 'fedrec[tensorboard]')")
-    run.add_argument("--device", default="cpu", help="cpu or cuda")
-    run.add_argument("--threads", type=int, default=None,
-                     help="torch threads (default: half the cores)")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_option(run, "resume")
+    add_run_option(run, "checkpoint_every", metavar="N")
+    add_run_option(run, "log_dir", metavar="DIR")
+    add_run_option(run, "device")
+    add_threads_option(run)
+    add_run_option(run, "progress")
     add_client_secret_option(run)
     run.set_defaults(func=cmd_run)
 
@@ -209,10 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", help="output folder (default: results/NAME[-quick])")
     rep.add_argument("--seeds", type=int, default=3, help="seeds of the main table")
     rep.add_argument("--sweep-seeds", type=int, default=1, help="seeds of the sweeps")
-    rep.add_argument("--device", default="cpu", help="cpu or cuda")
-    rep.add_argument("--threads", type=int, default=None,
-                     help="torch threads (default: half the cores)")
-    rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_run_option(rep, "device")
+    add_threads_option(rep)
+    add_run_option(rep, "progress")
     rep.add_argument("--gowalla", action="store_true",
                      help="ptf-fedrec: also PTF-FedRec on Gowalla (about 50 min per seed); "
                           "fedgrec: also the accuracy table on Gowalla")

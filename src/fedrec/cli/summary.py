@@ -1,18 +1,15 @@
-"""What ``fedrec run`` and ``fedrec deploy`` share: the summary table they print and the client
-secret option they take."""
+"""What ``fedrec run`` and ``fedrec deploy`` share: the summary table they print (their options'
+flags are :mod:`fedrec.cli.options`)."""
 
 from __future__ import annotations
 
-import argparse
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fedrec.reproduce.report import format_bytes
 
 if TYPE_CHECKING:
-    from fedrec.experiment import RunResult
-    from fedrec.federation.secrets import ClientSecrets
+    from fedrec.rounds import RunResult
 
 
 def table(rows: Sequence[tuple[str, str]]) -> str:
@@ -22,7 +19,7 @@ def table(rows: Sequence[tuple[str, str]]) -> str:
 
 def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]:
     """The summary ``fedrec run`` and ``fedrec deploy`` print: final metrics, traffic, privacy,
-    wall time. ``result`` is a :class:`~fedrec.experiment.RunResult` or its JSON form."""
+    wall time. ``result`` is a :class:`~fedrec.rounds.RunResult` or its JSON form."""
     r = result if isinstance(result, Mapping) else vars(result)
     totals = r["communication"].get("totals", {})
     rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),
@@ -74,22 +71,3 @@ def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
                          f"{f1:.3f} ({name})" if f1 is not None else str(part["measured_attack"])
                          .split(": ", 1)[-1]))
     return rows
-
-
-SECRET_ENV = "FEDREC_CLIENT_SECRET"
-
-
-def client_secrets_of(args: argparse.Namespace) -> ClientSecrets:
-    """The experimenter's client secret from ``--client-secret`` or ``$FEDREC_CLIENT_SECRET``
-    (hex); fresh OS entropy when neither is set."""
-    from fedrec.federation.secrets import ClientSecrets
-
-    return ClientSecrets.from_hex(args.client_secret or os.environ.get(SECRET_ENV))
-
-
-def add_client_secret_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--client-secret", metavar="HEX",
-        help=f"64 hex digits: the root of every client's private randomness, given to the "
-        f"clients' side only, never to the server (default: ${SECRET_ENV}, else fresh OS "
-        f"entropy: the run is then not reproducible)")

@@ -1,9 +1,9 @@
 """What every engine shares: the in-process simulation, a user slice of a dataset, public metadata.
 
 * :func:`simulate` runs a job in fedrec's in-process simulator through the round loop of
-  :func:`fedrec.experiment.run_experiment` (:func:`fedrec.experiment.run_rounds`, which the
-  Flower ServerApp drives too), so the simulator and a deployment produce the same
-  :class:`~fedrec.experiment.RunResult`;
+  :func:`fedrec.experiment.run_experiment` (:func:`fedrec.rounds.run_rounds`, which the
+  Flower ServerApp drives too), after the same checks, so the simulator and a deployment
+  produce the same :class:`~fedrec.rounds.RunResult`;
 * :func:`slice_users` keeps the first ``n`` users of a rating/interaction dataset (real data,
   fewer clients: what the engine tests and the benchmark run on);
 * :func:`public_meta` / :func:`metadata_dataset`: a server process never loads the data. It
@@ -36,10 +36,11 @@ from fedrec.data import public_meta as data_public_meta
 from fedrec.data.side_info import UserInfo
 from fedrec.data.types import FACTS, PROBE, Dataset
 from fedrec.errors import ConfigError
-from fedrec.experiment import RunResult, dataset_kind, run_rounds
+from fedrec.experiment import check_before_loading, check_loaded
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import seed_everything
-from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
+from fedrec.rounds import RunResult, run_rounds
 
 
 def resolve(
@@ -128,19 +129,30 @@ def simulate(
     data_dir: str | Path | None = None,
     config_file: str | Path | None = None,
     overrides: Sequence[str] | dict[str, Any] = (),
-    max_users: int | None = None,
+    options: RunOptions | None = None,
     on_round: Callable[[dict[str, Any]], None] | None = None,
-    client_secrets: ClientSecrets | None = None,
 ) -> RunResult:
-    """The same job in fedrec's in-process simulator (what a deployment is compared with; give
-    both the same ``client_secrets`` to compare them draw for draw)."""
+    """The same job in fedrec's in-process simulator: what a deployment is compared with.
+
+    ``options``: the deployment's own (``fedrec deploy --compare`` passes them) or any
+    :class:`~fedrec.options.RunOptions`; read here: ``max_users`` (the same slice of the data
+    as the deployment's nodes load), ``client_secret`` (give the deployment's to compare them
+    draw for draw), ``device``, ``progress``; Flower's own options do not apply, and
+    ``fedrec run``'s checkpoint and log options are refused (no output directory here). The
+    checks are ``fedrec run``'s (:func:`fedrec.experiment.check_loaded`: the data's kind,
+    ``clients_per_round`` against its clients), made on the sliced data."""
+    opts = options or RunOptions()
+    opts.refuse(["resume", "checkpoint_every", "stop_after", "log_dir"],
+                "simulate (no output directory: use fedrec run)")
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
-    ds = load_sliced(dataset, data_dir, max_users)
-    if dataset_kind(ds) not in spec.dataset_kinds:
-        raise ConfigError(f"{algorithm} works on {'/'.join(spec.dataset_kinds)} data")
-    seed_everything(cfg.seed)
     if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
-    trainer = spec.trainer(cfg, ds, torch.device("cpu"), client_secrets)
+    dev = opts.torch_device()
+    check_before_loading(spec, dataset)
+    ds = load_sliced(dataset, data_dir, opts.max_users)
+    check_loaded(spec, cfg, dataset, ds)
+    seed_everything(cfg.seed)
+    trainer = spec.trainer(cfg, ds, dev, opts.client_secret)
     return run_rounds(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)),
+                      progress=f"{algorithm}/{dataset} (simulator)" if opts.progress else None,
                       on_round=on_round)

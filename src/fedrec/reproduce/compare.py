@@ -23,9 +23,10 @@ from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import VAL_PREFIX
 from fedrec.config import option_flags, to_dict
 from fedrec.errors import ConfigError
-from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME
+from fedrec.experiment import RESULTS_NAME
 from fedrec.privacy.report import run_epsilon
 from fedrec.reproduce.report import at_selected_round, markdown_table, plot
+from fedrec.rounds import RESULTS_FORMAT
 
 #: The suffix of an evaluation's count of clients (``eval_clients``): a count, not a metric.
 COUNT = "eval_clients"

@@ -38,6 +38,7 @@ from typing import Any
 from fedrec.algorithms import ALGORITHMS
 from fedrec.data import load_dataset
 from fedrec.errors import DataError
+from fedrec.options import RunOptions
 from fedrec.privacy.report import per_coordinate_epsilon, per_upload_epsilon, run_epsilon
 from fedrec.reproduce.report import (
     best_test_metric,
@@ -389,14 +390,14 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
-              data_dir: str | Path | None = None, device: str = "cpu",
-              progress: bool = False, run_missing: RunMissing = True) -> Path:
+              data_dir: str | Path | None = None, options: RunOptions | None = None,
+              run_missing: RunMissing = True) -> Path:
     datasets = ["ml-100k"] if quick else staged(DATASETS, data_dir)
     if "ml-100k" not in datasets:
         raise DataError("fedrec reproduce fedgnn needs ML-100K (its sweeps run on it)")
     if quick:
         seeds = 1
-    kw: dict[str, Any] = dict(data_dir=data_dir, device=device, progress=progress,
+    kw: dict[str, Any] = dict(data_dir=data_dir, options=options,
                               run_missing=run_missing)
     # Two choices on ML-100K's validation RMSE, in order: the shared server settings, then
     # ML-100K's schedule on top of them. Every later run uses what they chose.

@@ -53,6 +53,7 @@ from fedrec.algorithms.methods.fedgrec import FedGRecConfig
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.errors import DataError
+from fedrec.options import RunOptions
 from fedrec.reproduce.ranking import most_popular
 from fedrec.reproduce.report import (
     finish_report,
@@ -435,7 +436,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
-              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              data_dir: str | Path | None = None, options: RunOptions | None = None,
               gowalla: bool = False, run_missing: RunMissing = True) -> Path:
     load_dataset("ml-100k", data_dir, download=False)  # needed: a DataError if not staged
     datasets = ["ml-100k"]
@@ -447,7 +448,7 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
         datasets.append(name)
     if quick:
         seeds, sweep_seeds = 1, 1
-    kw: dict[str, Any] = dict(data_dir=data_dir, device=device, progress=progress,
+    kw: dict[str, Any] = dict(data_dir=data_dir, options=options,
                               run_missing=run_missing)
     choices, before = [], []
     for method in METHODS:

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from fedrec.algorithms.methods.feras import FerasConfig
+from fedrec.options import RunOptions
 from fedrec.reproduce.report import (
     ci95,
     finish_report,
@@ -414,12 +415,12 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
-              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              data_dir: str | Path | None = None, options: RunOptions | None = None,
               run_missing: RunMissing = True) -> Path:
     """Run (or resume) the reproduction into ``out`` and write its README; ``sweep_seeds`` is
     not used (every part runs ``seeds`` seeds)."""
     chosen = (0,) if quick else tuple(range(seeds))
-    kwargs = dict(data_dir=data_dir, device=device, progress=progress, run_missing=run_missing)
+    kwargs = dict(data_dir=data_dir, options=options, run_missing=run_missing)
     first = sampler_plan(chosen, quick)
     sampler = best_sampler(run_all(first, out, **kwargs))
     networks = network_plan(sampler, chosen, quick)

@@ -56,6 +56,7 @@ import numpy as np
 
 from fedrec.data import load_dataset
 from fedrec.data.types import Dataset
+from fedrec.options import RunOptions
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, metric, plot
 from fedrec.reproduce.runner import RunMissing, RunSpec, may_run, run_all
 
@@ -277,7 +278,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
-              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              data_dir: str | Path | None = None, options: RunOptions | None = None,
               run_missing: RunMissing = True) -> Path:
     from fedrec.algorithms.methods.fl_mv_dssm import reuse_multiviews
 
@@ -286,7 +287,7 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
     specs = plan(seeds, quick)
     ds = load_dataset(DATASET, data_dir)
     with reuse_multiviews():  # one build of the split for every run and figure
-        res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
+        res = run_all(specs, out, data_dir=data_dir, options=options,
                       run_missing=run_missing)
         central = {view: [r for seed in range(seeds)
                           if (r := central_dssm(out, view, seed, quick, ds,

@@ -37,6 +37,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fedrec.options import RunOptions
 from fedrec.reproduce.report import finish_report, markdown_table, metric
 from fedrec.reproduce.runner import (
     Candidates,
@@ -120,11 +121,11 @@ def plan(seeds: int, quick: bool, chosen: dict[str, dict[str, Any]] | None = Non
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 1, sweep_seeds: int = 1,
-              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              data_dir: str | Path | None = None, options: RunOptions | None = None,
               run_missing: RunMissing = True) -> Path:
     """Run (or load) the grid and write ``OUT/README.md``. One seed unless ``--seeds`` says
     more (``sweep_seeds`` is not used)."""
-    kwargs: dict[str, Any] = {"data_dir": data_dir, "device": device, "progress": progress,
+    kwargs: dict[str, Any] = {"data_dir": data_dir, "options": options,
                               "run_missing": run_missing}
     choices: dict[str, Choice] = {}
     if quick:

@@ -34,6 +34,7 @@ import numpy as np
 from fedrec.data import load_dataset
 from fedrec.data.types import InteractionDataset
 from fedrec.errors import DataError
+from fedrec.options import RunOptions
 from fedrec.reproduce.ranking import most_popular
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, mean_std, metric, plot
 from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
@@ -257,7 +258,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
 
 
 def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: int = 1,
-              data_dir: str | Path | None = None, device: str = "cpu", progress: bool = False,
+              data_dir: str | Path | None = None, options: RunOptions | None = None,
               gowalla: bool = False, run_missing: RunMissing = True) -> Path:
     names = ["ml-100k"] if quick else ["ml-100k", "steam-200k"] + (["gowalla"] if gowalla else [])
     datasets = []
@@ -272,6 +273,6 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 3, sweep_seeds: in
     if quick:
         seeds = 1
     specs = plan(datasets, seeds, sweep_seeds, quick)
-    res = run_all(specs, out, data_dir=data_dir, device=device, progress=progress,
+    res = run_all(specs, out, data_dir=data_dir, options=options,
                   run_missing=run_missing)
     return write_report(out, specs, res, datasets, data_dir, quick)

@@ -25,8 +25,10 @@ from typing import Any
 
 from fedrec.config import RunConfig, option_flags, to_dict, with_new_defaults
 from fedrec.errors import FedrecError, ResumeRefused
-from fedrec.experiment import RESULTS_FORMAT, RESULTS_NAME, run_experiment
+from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
+from fedrec.options import RunOptions
+from fedrec.rounds import RESULTS_FORMAT
 
 FAILED_NAME = "failed.json"
 SAME_AS_NAME = "same-as.txt"  # a setting whose resolved config equals an earlier one's
@@ -64,13 +66,17 @@ def may_run(key: str, run_missing: RunMissing) -> bool:
 
 
 def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None = None,
-            device: str = "cpu", progress: bool = False,
+            options: RunOptions | None = None,
             runner: Callable[..., Any] = run_experiment, run_missing: RunMissing = True,
             ) -> dict[str, list[dict[str, Any]]]:
     """Run (or load) every (spec, seed); return ``{key: [results.json of each seed]}``.
 
-    ``run_missing``: which missing runs to run (:data:`RunMissing`); the others are only
-    loaded where complete."""
+    ``options``: how every run executes (device, progress, ...; the grid resumes each run
+    itself, and writes no TensorBoard log). ``run_missing``: which missing runs to run
+    (:data:`RunMissing`); the others are only loaded where complete."""
+    base = options or RunOptions()
+    base.refuse(["resume", "stop_after", "log_dir"], "a reproduction (it resumes every run "
+                "from its own folder)")
     results: dict[str, list[dict[str, Any]]] = {}
     # Settings written differently can be the same run (an override equal to the default):
     # one run per effective configuration, found by the resolved config of each setting.
@@ -111,17 +117,19 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 continue  # failed before (e.g. diverged): reported, not retried
             (folder / SAME_AS_NAME).unlink(missing_ok=True)  # it was another run's twin
             resume = (folder / CHECKPOINT_NAME).is_file()
-            kwargs = dict(data_dir=data_dir, overrides={**spec.overrides, "seed": seed},
-                          out_dir=folder, device=device, progress=progress)
+            kwargs: dict[str, Any] = dict(data_dir=data_dir,
+                                          overrides={**spec.overrides, "seed": seed},
+                                          out_dir=folder)
             if spec.dataset_options:
                 kwargs["dataset_options"] = dict(spec.dataset_options)
             try:
                 try:
-                    runner(spec.algorithm, spec.dataset, resume=resume, **kwargs)
+                    runner(spec.algorithm, spec.dataset,
+                           options=RunOptions.of(base, resume=resume), **kwargs)
                 except ResumeRefused:
                     # A checkpoint from other settings or data: start the run again from scratch.
                     (folder / CHECKPOINT_NAME).unlink()
-                    runner(spec.algorithm, spec.dataset, resume=False, **kwargs)
+                    runner(spec.algorithm, spec.dataset, options=base, **kwargs)
             except FedrecError as exc:
                 # One setting failing (a diverged run: no finite update arrived) must not stop
                 # the grid; the report shows the failure in that setting's place.

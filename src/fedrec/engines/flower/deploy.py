@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedrec.config import to_dict
+from fedrec.algorithms import AlgorithmSpec
+from fedrec.config import RunConfig, to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower import reaper as reaper_script
@@ -50,6 +51,7 @@ from fedrec.engines.flower.reaper import end_processes, is_alive, note_descendan
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.federation.dp_sum import check_engine
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 if TYPE_CHECKING:
     import psutil
@@ -88,6 +90,10 @@ _PORTS_GIVEN: dict[int, float] = {}  # port -> when free_port gave it (monotonic
 _PORTS_LOCK = threading.Lock()
 _START_WAIT_S = 60.0  # how long a started process may take to listen on its port
 _PORT_HOLD_S = 5 * _START_WAIT_S  # by then the port's process bound it, or gave up
+
+
+def _say(message: str) -> None:
+    print(f"fedrec deploy: {message}", file=sys.stderr, flush=True)
 
 
 def free_port() -> int:
@@ -290,6 +296,30 @@ class Deployment:
 RoundHook = Callable[[dict[str, Any], Deployment], None]
 
 
+def check_flower_job(algorithm: str, spec: AlgorithmSpec, cfg: RunConfig) -> None:
+    """What a job must be to run on Flower (a deployment or Flower's simulation engine)."""
+    if not spec.federated:
+        raise ConfigError(f"{algorithm} is not a federated algorithm (nothing to deploy)")
+    check_engine(cfg, "flower")
+    if cfg.dropout > 0:
+        raise ConfigError("dropout is simulated; on a deployment parties drop out for real "
+                          "(set dropout=0)")
+
+
+def app_run_config(algorithm: str, dataset: str, cfg: RunConfig, options: RunOptions,
+                   roles: Sequence[str], out: Path, data_root: Path) -> dict[str, Any]:
+    """The run config of the Flower App (:mod:`fedrec.engines.flower.server` reads it): the
+    job, where the ServerApp writes, and ``options``' timeouts."""
+    return {
+        "algorithm": algorithm, "dataset": dataset, "config": encode_config(to_dict(cfg)),
+        "max-users": int(options.max_users or 0), "num-nodes": options.nodes + len(roles),
+        "out-dir": str(out), "connect-timeout": float(options.connect_timeout),
+        "call-timeout": float(options.call_timeout),
+        "straggler-timeout": float(options.straggler_timeout),
+        "experimenter-oracle-dir": str(data_root) if options.experimenter_oracle else "",
+    }
+
+
 def deploy(
     algorithm: str,
     dataset: str,
@@ -297,39 +327,27 @@ def deploy(
     data_dir: str | Path | None = None,
     config_file: str | Path | None = None,
     overrides: Sequence[str] | dict[str, Any] = (),
-    max_users: int | None = None,
-    nodes: int = 3,
     out_dir: str | Path | None = None,
-    timeout: float = 900.0,
-    call_timeout: float = 300.0,
-    straggler_timeout: float = 60.0,
+    options: RunOptions | None = None,
     on_round: RoundHook | None = None,
-    keep_workdir: bool = False,
-    executor: str = "warm",
-    experimenter_oracle: bool = False,
     log: Callable[[str], None] | None = None,
-    client_secrets: ClientSecrets | None = None,
 ) -> dict[str, Any]:
     """Run ``algorithm`` on a local Flower deployment (see the module docstring); returns the
     ServerApp's results (``fedrec run``'s results.json plus an ``engine`` section).
 
-    ``client_secrets``: the experimenter's root of the non-server parties' randomness (fresh
-    entropy when None), given to every client SuperNode in its own node config
-    (``client-secret``; a service's node gets its one-way derived root, :func:`node_roots`),
-    never to the SuperLink or the ServerApp. One root for all clients is what the simulator
-    does, and lets clients agree on shared keys (FedMF's key pair)."""
-    say = log or (lambda _m: None)
+    ``options`` (:class:`~fedrec.options.RunOptions`, engine ``flower``): ``nodes``,
+    ``max_users``, the timeouts, ``executor``, ``experimenter_oracle``, ``keep_workdir``,
+    ``progress`` (a line per step on stderr, unless ``log`` takes them) and ``client_secret``:
+    the experimenter's root of the non-server parties' randomness (fresh entropy when None),
+    given to every client SuperNode in its own node config (``client-secret``; a service's node
+    gets its one-way derived root, :func:`node_roots`), never to the SuperLink or the
+    ServerApp. One root for all clients is what the simulator does, and lets clients agree on
+    shared keys (FedMF's key pair). ``on_round`` is called with each round's progress row and
+    the :class:`Deployment` (a test may kill a SuperNode there)."""
+    opts = (options or RunOptions()).with_engine("flower")
+    say = log or (_say if opts.progress else (lambda _m: None))
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
-    if not spec.federated:
-        raise ConfigError(f"{algorithm} is not a federated algorithm (nothing to deploy)")
-    check_engine(cfg, "flower")
-    if cfg.dropout > 0:
-        raise ConfigError("dropout is simulated; on a deployment parties drop out for real "
-                          "(set dropout=0)")
-    if executor not in ("warm", "subprocess"):
-        raise ConfigError(f"executor must be warm or subprocess, got {executor!r}")
-    if nodes < 1:
-        raise ConfigError(f"--nodes must be at least 1, got {nodes}")
+    check_flower_job(algorithm, spec, cfg)
     roles = service_roles(spec, cfg)
     data_root = resolve_data_dir(data_dir)
     bindir = Path(sys.executable).parent
@@ -343,13 +361,7 @@ def deploy(
     app = work / "app"
     app.mkdir()
     (app / "fedrec_flower_app.py").write_text(_APP_MODULE)
-    run_config = {
-        "algorithm": algorithm, "dataset": dataset, "config": encode_config(to_dict(cfg)),
-        "max-users": int(max_users or 0), "num-nodes": nodes + len(roles),
-        "out-dir": str(out), "connect-timeout": 120.0, "call-timeout": float(call_timeout),
-        "straggler-timeout": float(straggler_timeout),
-        "experimenter-oracle-dir": str(data_root) if experimenter_oracle else "",
-    }
+    run_config = app_run_config(algorithm, dataset, cfg, opts, roles, out, data_root)
     lines = []
     for k, v in run_config.items():
         lines.append(f"{k} = {_toml_str(v) if isinstance(v, str) else repr(v)}")
@@ -379,7 +391,8 @@ def deploy(
         (home / "config.toml").write_text(
             f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
             f'address = "{LOOPBACK}:{link_port}"\ninsecure = true\n')
-        roots = node_roots(client_secrets or ClientSecrets(), roles)
+        roots = node_roots(opts.client_secret or ClientSecrets(), roles)
+        nodes = opts.nodes
         node_specs = [(f"supernode-{i}", f'role="client" partition-id={i} num-partitions={nodes}'
                        f" data-dir={_toml_str(str(data_root))} {SECRET_KEY}="
                        f"{_toml_str(roots['client'])}") for i in range(nodes)]
@@ -389,10 +402,10 @@ def deploy(
             node, port = dep.start_listening(name, lambda port, node_config=node_config: [
                 str(bindir / "flower-supernode"), "--insecure", "--superlink",
                 f"{LOOPBACK}:{link_port}", "--host", LOOPBACK, "--port", str(port),
-                "--isolation", "process" if executor == "warm" else "subprocess",
+                "--isolation", "process" if opts.executor == "warm" else "subprocess",
                 "--node-config", node_config])
             dep.nodes[name] = [node]
-            if executor == "warm":
+            if opts.executor == "warm":
                 dep.nodes[name].append(dep.start(f"{name}-worker", [
                     sys.executable, "-m", "fedrec.engines.flower.worker",
                     "--runtime-api-address", f"{LOOPBACK}:{port}",
@@ -450,8 +463,8 @@ def deploy(
                 break
             if link.popen.poll() is not None:
                 raise DeployError("flower-superlink exited during the run")
-            if time.monotonic() - t0 > timeout:
-                raise DeployError(f"the run did not finish within {timeout:.0f} s")
+            if time.monotonic() - t0 > opts.timeout:
+                raise DeployError(f"the run did not finish within {opts.timeout:.0f} s")
             time.sleep(0.2)
         result["engine"]["deploy_wall_s"] = time.monotonic() - t0
         return result
@@ -471,5 +484,5 @@ def deploy(
         killed = dep.stop()
         if killed:
             say(f"had to SIGKILL {len(killed)} process(es): {killed}")
-        if not keep_workdir:
+        if not opts.keep_workdir:
             shutil.rmtree(work, ignore_errors=True)

@@ -19,13 +19,14 @@ from typing import Any
 
 import torch
 
-from fedrec.config import to_dict
 from fedrec.engines.common import resolve, service_roles
-from fedrec.engines.flower.deploy import SECRET_KEY, encode_config, node_roots
+from fedrec.engines.flower.deploy import SECRET_KEY, app_run_config, node_roots
 from fedrec.engines.flower.envelope import from_content, to_content
 from fedrec.engines.flower.node import NodeHost
 from fedrec.engines.flower.server import run_server
+from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 
 class InMemoryGrid:
@@ -78,31 +79,29 @@ def run_in_memory(
     out_dir: str | Path,
     *,
     overrides: dict[str, Any] | None = None,
-    max_users: int | None = None,
-    nodes: int = 3,
-    client_secrets: ClientSecrets,
-    experimenter_oracle: bool = False,
+    options: RunOptions,
     kill: dict[int, int] | None = None,
 ) -> tuple[dict[str, Any], InMemoryGrid]:
-    """``algorithm`` on ``dataset`` over ``nodes`` client SuperNodes (ids 100, 101, ...) and one
-    per service role the job declares (ids 900, ...) of an :class:`InMemoryGrid`; the
-    ServerApp's result (``results.json``'s content) and the grid."""
+    """``algorithm`` on ``dataset`` over ``options.nodes`` client SuperNodes (ids 100, 101,
+    ...) and one per service role the job declares (ids 900, ...) of an :class:`InMemoryGrid`,
+    with ``options``' slice, client secret, timeouts and experimenter's oracle; the ServerApp's
+    result (``results.json``'s content) and the grid."""
     from flwr.supercore.task_identity import TaskIdentity
 
     # The ids a Flower process is given at start: one run, one server node, one task.
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    options = options.with_engine("flower")
     spec, cfg = resolve(algorithm, dataset, None, overrides or {})
-    services = tuple(service_roles(spec, cfg))
-    rc = {"algorithm": algorithm, "dataset": dataset, "config": encode_config(to_dict(cfg)),
-          "max-users": max_users or 0, "num-nodes": nodes + len(services),
-          "out-dir": str(out_dir), "connect-timeout": 5.0, "call-timeout": 2.0,
-          "straggler-timeout": 0.5,
-          "experimenter-oracle-dir": str(data_dir) if experimenter_oracle else ""}
-    roots = node_roots(client_secrets, services)
+    roles = service_roles(spec, cfg)
+    rc = app_run_config(algorithm, dataset, cfg, options, roles, Path(out_dir), Path(data_dir))
+    secrets = options.client_secret
+    if not isinstance(secrets, ClientSecrets):
+        raise ConfigError("an in-memory Flower run needs the client secret in its options")
+    roots = node_roots(secrets, roles)
     configs: dict[int, dict[str, Any]] = {
-        100 + i: {"role": "client", "partition-id": i, "num-partitions": nodes,
+        100 + i: {"role": "client", "partition-id": i, "num-partitions": options.nodes,
                   "data-dir": str(data_dir), SECRET_KEY: roots["client"]}
-        for i in range(nodes)}
-    configs.update({900 + k: {"role": r, SECRET_KEY: roots[r]} for k, r in enumerate(services)})
+        for i in range(options.nodes)}
+    configs.update({900 + k: {"role": r, SECRET_KEY: roots[r]} for k, r in enumerate(roles)})
     grid = InMemoryGrid(rc, configs, kill)
     return run_server(grid, rc), grid

@@ -69,7 +69,9 @@ class WireStats:
 
 
 class FlowerRuntime(Runtime):
-    """Runs protocol steps on SuperNodes through a Flower ``Grid``."""
+    """Runs protocol steps on SuperNodes through a Flower ``Grid``. The timeouts have no
+    defaults here: they are the run's options (:class:`fedrec.options.RunOptions`, stated
+    there), which the ServerApp reads from its run config."""
 
     def __init__(
         self,
@@ -77,9 +79,9 @@ class FlowerRuntime(Runtime):
         *,
         seed: int,
         expected_nodes: int,
-        connect_timeout: float = 120.0,
-        call_timeout: float = 300.0,
-        straggler_timeout: float = 0.0,
+        connect_timeout: float,
+        call_timeout: float,
+        straggler_timeout: float,
         poll_interval: float = 0.2,
         log: Log | None = None,
     ) -> None:

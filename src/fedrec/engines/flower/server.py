@@ -57,8 +57,8 @@ from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, re
 from fedrec.engines.flower.deploy import decode_config
 from fedrec.engines.flower.runtime import FlowerRuntime
 from fedrec.errors import ConfigError
-from fedrec.experiment import RunResult, run_rounds
 from fedrec.federation.runtime import seed_everything
+from fedrec.rounds import RunResult, run_rounds
 
 
 class FlowerTrainer(Trainer):

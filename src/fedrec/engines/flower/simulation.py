@@ -39,19 +39,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fedrec.config import to_dict
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower.deploy import (
     SECRET_KEY,
     DeployError,
     Deployment,
-    encode_config,
+    app_run_config,
+    check_flower_job,
     node_roots,
 )
 from fedrec.errors import ConfigError
-from fedrec.federation.dp_sum import check_engine
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import RunOptions
 
 DATA_DIR_KEY = "sim-data-dir"
 
@@ -140,27 +140,25 @@ def simulate_on_flower(
     dataset: str,
     *,
     data_dir: str | Path | None = None,
+    config_file: str | Path | None = None,
     overrides: Sequence[str] | dict[str, Any] = (),
-    max_users: int | None = None,
-    nodes: int = 3,
+    options: RunOptions | None = None,
     actors: int | None = None,
-    timeout: float = 900.0,
-    call_timeout: float = 300.0,
-    keep_workdir: bool = False,
-    client_secrets: ClientSecrets | None = None,
 ) -> dict[str, Any]:
     """Run ``algorithm`` in Flower's simulation engine (module docstring); returns the
-    ServerApp's results (as :func:`~fedrec.engines.flower.deploy.deploy`). ``actors``: Ray
-    actors running ClientApps (default: one per virtual SuperNode), one CPU each;
-    ``client_secrets`` as in :func:`~fedrec.engines.flower.deploy.deploy`."""
+    ServerApp's results (as :func:`~fedrec.engines.flower.deploy.deploy`). ``options`` as
+    :func:`~fedrec.engines.flower.deploy.deploy`'s (``nodes`` virtual client SuperNodes;
+    ``straggler_timeout`` and ``executor`` are refused: every virtual SuperNode answers, and Ray
+    runs the ClientApps); ``actors``: Ray actors
+    running ClientApps (default: one per virtual SuperNode), one CPU each."""
     import psutil
 
-    spec, cfg = resolve(algorithm, dataset, None, overrides)
-    if not spec.federated:
-        raise ConfigError(f"{algorithm} is not a federated algorithm")
-    check_engine(cfg, "flower")
-    if cfg.dropout > 0:
-        raise ConfigError("dropout is simulated by fedrec's simulator; set dropout=0")
+    opts = (options or RunOptions()).with_engine("flower")
+    opts.refuse(["straggler_timeout", "executor"],
+                "simulate_on_flower (Ray runs the ClientApps, and every one answers)")
+    spec, cfg = resolve(algorithm, dataset, config_file, overrides)
+    check_flower_job(algorithm, spec, cfg)
+    nodes = opts.nodes
     roles = service_roles(spec, cfg)
     actors = actors or nodes + len(roles)
     data_root = resolve_data_dir(data_dir)
@@ -169,11 +167,9 @@ def simulate_on_flower(
     out = work / "out"
     out.mkdir()
     run_config = {
-        "algorithm": algorithm, "dataset": dataset, "config": encode_config(to_dict(cfg)),
-        "max-users": int(max_users or 0), "num-nodes": nodes + len(roles),
-        "out-dir": str(out), "connect-timeout": 120.0, "call-timeout": float(call_timeout),
+        **app_run_config(algorithm, dataset, cfg, opts, roles, out, data_root),
         # Every virtual SuperNode answers (no stragglers to cut off in a simulation).
-        "straggler-timeout": 0.0, "experimenter-oracle-dir": "",
+        "straggler-timeout": 0.0,
         DATA_DIR_KEY: str(data_root),
     }
     backend_config = {
@@ -182,7 +178,7 @@ def simulate_on_flower(
                       "_temp_dir": str(ray_dir), "object_store_memory": 128 * 2**20},
     }
     spec_file = work / "spec.json"
-    roots = node_roots(client_secrets or ClientSecrets(), roles)
+    roots = node_roots(opts.client_secret or ClientSecrets(), roles)
     spec_file.write_text(json.dumps({"run_config": run_config, "nodes": nodes, "roles": roles,
                                      "backend_config": backend_config, "roots": roots}))
     spec_file.chmod(0o600)
@@ -197,8 +193,8 @@ def simulate_on_flower(
                                          str(spec_file)])
         while child.popen.poll() is None:
             dep.track()
-            if time.monotonic() - t0 > timeout:
-                raise DeployError(f"the simulation did not finish within {timeout:.0f} s")
+            if time.monotonic() - t0 > opts.timeout:
+                raise DeployError(f"the simulation did not finish within {opts.timeout:.0f} s")
             time.sleep(0.2)
         if (out / "error.txt").is_file():
             raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
@@ -223,7 +219,7 @@ def simulate_on_flower(
             except (psutil.NoSuchProcess, psutil.TimeoutExpired):
                 pass
         shutil.rmtree(ray_dir, ignore_errors=True)
-        if not keep_workdir:
+        if not opts.keep_workdir:
             shutil.rmtree(work, ignore_errors=True)
 
 
