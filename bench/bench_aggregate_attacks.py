@@ -89,8 +89,8 @@ def instrument(name: str, server: Any, keeper: Keeper, num_items: int) -> None:
     if name.endswith("-dp"):
         inner_dp = server.dp.aggregate
 
-        def aggregate(rt: Any, replies: Any, cohort: int) -> Any:
-            total, survivors = inner_dp(rt, replies, cohort)
+        def aggregate(rt: Any, replies: Any, cohort: int, *, step: str) -> Any:
+            total, survivors = inner_dp(rt, replies, cohort, step=step)
             items = item_block(algorithm, server, total, num_items)
             stat = (np.square(items).sum(1) if algorithm == "fedgnn"
                     else np.abs(items).sum(1) > 0)
@@ -102,8 +102,8 @@ def instrument(name: str, server: Any, keeper: Keeper, num_items: int) -> None:
 
     inner_sum = fcf_server.run_secure_sum
 
-    def run_secure_sum(rt: Any, adverts: Any, config: Any) -> Any:
-        result = inner_sum(rt, adverts, config)
+    def run_secure_sum(rt: Any, adverts: Any, config: Any, *, step: str) -> Any:
+        result = inner_sum(rt, adverts, config, step=step)
         items = item_block("fcf", server, result.total, num_items)
         keeper.keep(result.survivors, np.abs(items).sum(1) > 0)
         return result

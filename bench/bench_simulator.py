@@ -56,9 +56,7 @@ def main() -> None:
     federated = FederatedTrainer(build_fcf_job(cfg, ds, dev), cfg, dev)
     central = FederatedTrainer(build_fcf_job(cfg, ds, dev), cfg, dev)
     job = central.job
-    central.runtime = UnmeteredRuntime(
-        client_data=job.client_data, client_logic=job.client_logic, seed=cfg.seed, device=dev
-    )
+    central.runtime = UnmeteredRuntime(parties=job.parties, seed=cfg.seed, device=dev)
     # Warm up both (first-touch allocation, lazy client state), then alternate to share noise.
     time_epochs(federated, 1)
     time_epochs(central, 1)

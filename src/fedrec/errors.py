@@ -17,6 +17,14 @@ class ProtocolError(FedrecError):
     """A party broke the protocol (for example too few clients survived to unmask a sum)."""
 
 
+class NoUpdateError(ProtocolError):
+    """A step of a round ended with no reply at all: every party asked dropped out, sent
+    nothing, or sent a reply the runtime rejected. Raised by
+    :meth:`fedrec.federation.runtime.Runtime.updates` (one wording for every algorithm) and by
+    the sums that receive a round's uploads (:mod:`fedrec.federation.secure_sum`,
+    :mod:`fedrec.federation.dp_sum`)."""
+
+
 class ResumeRefused(ConfigError):
     """``--resume`` found a checkpoint of a different run (algorithm, configuration, dataset or
     data); the message names the first setting that differs."""

@@ -19,7 +19,7 @@ from fedrec.algorithms.methods.fedgnn import (
 )
 from fedrec.data import load_dataset
 from fedrec.errors import ConfigError
-from fedrec.federation.message import SERVER, THIRD_PARTY, Message
+from fedrec.federation.message import CLIENT, SERVER, THIRD_PARTY, Message
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import gnn
 from fedrec.privacy import LaplaceMechanism, PrivacyAccountant, linf_laplace_epsilon
@@ -197,7 +197,7 @@ def test_expansion_privacy_boundaries(ds) -> None:
 
 def _first_users_trainer(ds, cfg: FedGNNConfig, users: int = 200) -> FederatedTrainer:
     job = build_fedgnn_job(cfg, ds, torch.device("cpu"))
-    job.client_data = {u: d for u, d in job.client_data.items() if u < users}
+    job.parties = [p for p in job.parties if p.role != CLIENT or p.id < users]
     job.server = FedGNNServer(cfg, ds.num_items, len(job.client_data))
     job.client_logic.template = job.server.params
     return FederatedTrainer(job, cfg, torch.device("cpu"), SECRETS)

@@ -280,16 +280,17 @@ def test_privacy_report_has_no_epsilon_and_the_measured_attack_f1(run):
 
 def test_client_randomness_is_cohort_independent(ml100k):
     """A client's upload depends on (seed, round, client), not on who else is in its cohort."""
-    from fedrec.federation.runtime import InProcessRuntime
+    from fedrec.federation.runtime import InProcessRuntime, declare_parties
 
     cfg = _cfg(rounds=1, local_epochs=1)
     job = get_algorithm("ptf-fedrec").build_job(cfg, ml100k, torch.device("cpu"))
     ids = sorted(job.client_data)[:6]
     outs = []
     for cohort in (ids[:3], ids[:1] + ids[3:]):
-        rt = InProcessRuntime(client_data={i: job.client_data[i] for i in ids},
-                              client_logic=PTFClient(cfg, ml100k.num_items), seed=0,
-                              client_secrets=SECRETS)
+        rt = InProcessRuntime(
+            parties=declare_parties({i: job.client_data[i] for i in ids},
+                                    PTFClient(cfg, ml100k.num_items)),
+            seed=0, client_secrets=SECRETS)
         rt.begin_round(1)
         outs.append(rt.broadcast("train", cohort, {}))
     a, b = outs[0][ids[0]], outs[1][ids[0]]

@@ -11,7 +11,7 @@ from fedrec.config import RunConfig
 from fedrec.errors import ConfigError
 from fedrec.federation import THIRD_PARTY, PartyContext, PartyLogic, Routed
 from fedrec.federation.message import CLIENT
-from fedrec.federation.runtime import InProcessRuntime, Party
+from fedrec.federation.runtime import InProcessRuntime, Party, declare_parties
 
 
 class Host(PartyLogic):
@@ -92,9 +92,10 @@ def test_named_clients_drop_out_like_user_clients() -> None:
     assert 60 < len(answered) < 140 and set(answered) <= set(rt.client_ids)
 
 
-def test_the_classic_construction_declares_one_client_per_entry_then_the_services() -> None:
+def test_declare_parties_gives_one_client_per_entry_then_the_services() -> None:
     host, counter = Host(), Counter()
-    job = FederatedJob(Server(), host, {3: "c", 1: "a", 2: "b"}, {THIRD_PARTY: (counter, 7)})
+    job = FederatedJob(Server(), parties=declare_parties({3: "c", 1: "a", 2: "b"}, host,
+                                                         {THIRD_PARTY: (counter, 7)}))
     assert [(p.id, p.role, p.data) for p in job.parties] == [
         (1, CLIENT, "a"), (2, CLIENT, "b"), (3, CLIENT, "c"), (THIRD_PARTY, THIRD_PARTY, 7)]
     assert all(p.logic is host for p in job.parties[:3]) and job.parties[3].logic is counter
@@ -111,8 +112,10 @@ def test_bad_declarations_are_config_errors() -> None:
         FederatedJob(Server(), parties=[Party("a", CLIENT, host), Party("b", CLIENT, Host())])
     with pytest.raises(ConfigError, match="named after its role"):
         FederatedJob(Server(), parties=[Party("matcher", THIRD_PARTY, Counter())])
-    with pytest.raises(ConfigError, match="not both"):
-        FederatedJob(Server(), host, {0: 1}, parties=[Party("a", CLIENT, host)])
+    with pytest.raises(TypeError):  # one way to declare parties: parties=
+        FederatedJob(Server(), host, {0: 1})  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="no client logic"):
+        declare_parties({0: 1}, None)
     rt = InProcessRuntime(parties=[Party("a", CLIENT, host, np.ones(1))])
     with pytest.raises(ConfigError, match="unknown party 'b'"):
         rt.broadcast("sum", ["b"], {})

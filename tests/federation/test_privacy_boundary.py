@@ -43,8 +43,7 @@ def uploads(ds, cfg: Config, rnd: int = 1, steps: frozenset[str] | None = None
     bytes."""
     build = build_fedgnn_job if isinstance(cfg, FedGNNConfig) else build_fcf_job
     job = build(cfg, ds, torch.device("cpu"))
-    rt = InProcessRuntime(client_data=job.client_data, client_logic=job.client_logic,
-                          services=job.services, seed=cfg.seed, dropout=cfg.dropout,
+    rt = InProcessRuntime(parties=job.parties, seed=cfg.seed, dropout=cfg.dropout,
                           client_secrets=ClientSecrets(bytes(range(32))))
     seen: dict[int, list[bytes]] = {}
     sent: set[tuple[int, str]] = set()

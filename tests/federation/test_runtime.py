@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.errors import ConfigError
+from fedrec.errors import ConfigError, NoUpdateError, ProtocolError
 from fedrec.federation import (
     SERVER,
     THIRD_PARTY,
@@ -18,7 +18,13 @@ from fedrec.federation import (
     Routed,
     payload_size,
 )
-from fedrec.federation.runtime import cohort_chunks, sample_cohort
+from fedrec.federation.runtime import (
+    cohort_chunks,
+    cohort_size,
+    declare_parties,
+    fixed_subset,
+    sample_cohort,
+)
 from fedrec.federation.secrets import ClientSecrets
 
 
@@ -79,10 +85,16 @@ def make_runtime(n: int = 10, *, dropout: float = 0.0, seed: int = 0, bad=None, 
     data = {c: {"size": c + 1, "secret": f"s{c}", "bad": (bad or {}).get(c)} for c in range(n)}
     logic = Client()
     rt = InProcessRuntime(
-        client_data=data, client_logic=logic, seed=seed, dropout=dropout,
-        services={THIRD_PARTY: (Matcher(), {"matcher": True})} if services else None,
+        parties=declare_parties(
+            data, logic, {THIRD_PARTY: (Matcher(), {"matcher": True})} if services else None),
+        seed=seed, dropout=dropout,
     )
     return rt, logic
+
+
+def bare_runtime(ids, **kw) -> InProcessRuntime:
+    """Clients ``ids`` with empty data, no service."""
+    return InProcessRuntime(parties=declare_parties({c: {} for c in ids}, Client()), **kw)
 
 
 def test_broadcast_is_metered_per_receiver_and_replies_reach_the_caller() -> None:
@@ -155,7 +167,7 @@ def test_unknown_parties_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="third_party"):
         rt_no_services.call("collect", {THIRD_PARTY: {}})
     with pytest.raises(ConfigError):
-        InProcessRuntime(client_data={0: {}}, client_logic=Client(), dropout=1.0)
+        InProcessRuntime(parties=declare_parties({0: {}}, Client()), dropout=1.0)
 
 
 def test_observers_see_exactly_what_each_party_receives() -> None:
@@ -243,8 +255,9 @@ def test_dropout_is_deterministic_per_seed_and_round() -> None:
 def test_dropout_after_calls_drops_mid_round() -> None:
     n = 200
     rt = InProcessRuntime(
-        client_data={i: {"size": 1, "secret": "", "bad": None} for i in range(n)},
-        client_logic=Client(), seed=1, dropout=0.5, dropout_after_calls=2,
+        parties=declare_parties({i: {"size": 1, "secret": "", "bad": None} for i in range(n)},
+                                Client()),
+        seed=1, dropout=0.5, dropout_after_calls=2,
     )
     rt.begin_round(1)
     a = _responders(rt, 4)
@@ -277,7 +290,7 @@ def test_drop_after_one_call() -> None:
 
 def test_sample_clients_deterministic_without_replacement() -> None:
     ids = list(range(0, 300, 3))  # non-contiguous client ids
-    rt = InProcessRuntime(client_data={c: {} for c in ids}, client_logic=Client(), seed=5)
+    rt = bare_runtime(ids, seed=5)
     picked = []
     for rnd in range(1, 201):
         rt.begin_round(rnd)
@@ -288,10 +301,10 @@ def test_sample_clients_deterministic_without_replacement() -> None:
     assert len(set(picked)) == 200  # every round draws afresh
     counts = np.bincount(np.concatenate(picked), minlength=300)[ids]
     assert counts.min() >= 5 and counts.max() <= 45  # expected 20 each; all get picked
-    other = InProcessRuntime(client_data={c: {} for c in ids}, client_logic=Client(), seed=5)
+    other = bare_runtime(ids, seed=5)
     other.begin_round(17)
     assert tuple(other.sample_clients(10)) == picked[16]  # reproducible in a fresh runtime
-    other_seed = InProcessRuntime(client_data={c: {} for c in ids}, client_logic=Client(), seed=6)
+    other_seed = bare_runtime(ids, seed=6)
     other_seed.begin_round(17)
     assert tuple(other_seed.sample_clients(10)) != picked[16]
     assert rt.sample_clients(100) == ids and rt.sample_clients(1000) == ids
@@ -304,6 +317,61 @@ def test_sample_clients_deterministic_without_replacement() -> None:
     s = rt.sample_clients(10, among=among)
     assert set(s) <= set(among) and len(set(s)) == 10
     assert s == sample_cohort(among, 10, 5, 7) and rt.sample_clients(60, among=among) == among
+
+
+def test_cohort_size_is_the_one_reading_of_clients_per_round() -> None:
+    assert cohort_size(0, 10) == 10  # 0: every client
+    assert cohort_size(3, 10) == 3
+    assert cohort_size(20, 10) == 10  # capped to the pool
+    assert cohort_size(0, 0) == cohort_size(5, 0) == 0
+    with pytest.raises(ConfigError, match="clients_per_round must be >= 0"):
+        cohort_size(-1, 10)
+
+
+def test_cohort_draws_the_option_s_count_with_sample_clients() -> None:
+    ids = list(range(0, 40, 2))
+    rt = bare_runtime(ids, seed=3)
+    rt.begin_round(2)
+    assert rt.cohort(0) == ids and rt.cohort(len(ids)) == ids and rt.cohort(1000) == ids
+    assert rt.cohort(5) == rt.sample_clients(5) and len(rt.cohort(5)) == 5
+    among = [2, 6, 10, 14]
+    assert rt.cohort(0, among=among) == among == rt.cohort(9, among=among)
+    assert rt.cohort(2, among=among) == rt.sample_clients(2, among=among)
+    assert set(rt.cohort(2, among=among)) <= set(among)
+    assert rt.cohort(0, among=[]) == [] == rt.cohort(3, among=[])
+    with pytest.raises(ConfigError):
+        rt.cohort(-1)
+
+
+def test_updates_passes_replies_through_and_words_no_update_once() -> None:
+    rt, _ = make_runtime(4, bad={1: "nan"})
+    rt.begin_round(5)
+    replies = rt.broadcast("ping", rt.client_ids, {})
+    assert rt.updates(replies, "ping") is replies
+    # Every client dropped out: nothing rejected.
+    for c in rt.client_ids:
+        rt.drop(c)
+    with pytest.raises(NoUpdateError) as err:
+        rt.updates(rt.broadcast("ping", rt.client_ids, {}), "ping", "lower lr")
+    assert str(err.value) == ("round 5, step 'ping': no update arrived (0 rejected, the rest "
+                              "dropped out or sent nothing); lower lr")
+    assert isinstance(err.value, ProtocolError)
+    # The one client asked sent NaN: counted among this round's rejections of the step.
+    rt.begin_round(6)
+    with pytest.raises(NoUpdateError, match=r"^round 6, step 'train': no update arrived \(1 "
+                                            r"rejected as non-finite values, the rest"):
+        rt.updates(rt.broadcast("train", [1], {}), "train")
+    # Parties that reply nothing (a step with no answer) read the same.
+    with pytest.raises(NoUpdateError, match="step 'silent': no update arrived \\(0 rejected"):
+        rt.updates(rt.broadcast("silent", rt.client_ids, {}), "silent")
+
+
+def test_fixed_subset_is_all_or_a_fixed_draw() -> None:
+    ids = list(range(30))
+    assert fixed_subset(ids, 0, 1, "eval") == ids == fixed_subset(ids, 30, 1, "eval")
+    some = fixed_subset(ids, 7, 1, "eval")
+    assert len(some) == 7 and some == sorted(some) and some == fixed_subset(ids, 7, 1, "eval")
+    assert some != fixed_subset(ids, 7, 1, "other stream")
 
 
 def test_client_state_persists_across_rounds_and_checkpoints() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from fedrec.errors import ProtocolError
 from fedrec.federation import InProcessRuntime, PartyContext, PartyLogic, step
+from fedrec.federation.runtime import declare_parties
 from fedrec.federation.secure_sum import SECAGG_STEPS, SecureSumSteps
 
 
@@ -30,7 +31,7 @@ class Device(PartyLogic):
 
 
 def runtime(logic: PartyLogic, n: int = 4) -> InProcessRuntime:
-    return InProcessRuntime(client_data=dict.fromkeys(range(n)), client_logic=logic)
+    return InProcessRuntime(parties=declare_parties(dict.fromkeys(range(n)), logic))
 
 
 def test_declared_steps_are_collected_per_class() -> None:

@@ -25,7 +25,6 @@ import torch
 from fedrec.algorithms.contract import Contract
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset, check_split
-from fedrec.errors import ConfigError
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import CLIENT, PartyId
 from fedrec.federation.runtime import (
@@ -35,7 +34,6 @@ from fedrec.federation.runtime import (
     PartyLogic,
     Runtime,
     check_parties,
-    declare_parties,
 )
 from fedrec.federation.secrets import ClientSecrets
 
@@ -110,39 +108,41 @@ class FederatedJob:
     runs each co-located party (``Party.host``) on its host's SuperNode and gives each other
     service a SuperNode of its own (:mod:`fedrec.engines.flower.node`).
 
-    Declared either way:
-
-    * ``parties=[Party("host-0", "client", logic, data), ...]``: ids need not be user ids;
-      ``client_logic``, ``client_data`` and ``services`` are then filled in from them;
-    * the classic construction ``FederatedJob(server, client_logic, client_data, services)``:
-      one client per ``client_data`` entry (in id order, a user of a recommendation dataset),
-      then one party per service role, its id the role name (FedGNN's ``"third_party"``).
+    One way to declare them: ``FederatedJob(server, parties=[Party("host-0", "client", logic,
+    data), ...])`` (ids need not be user ids); a job with one client per user of a
+    recommendation dataset makes its list with
+    :func:`~fedrec.federation.runtime.declare_parties`. :attr:`client_logic`,
+    :attr:`client_data` and :attr:`services` are read-only views of the parties.
     """
 
     server: ServerLogic
-    client_logic: PartyLogic | None = None
-    client_data: dict[PartyId, Any] = field(default_factory=dict)
-    services: dict[str, tuple[PartyLogic, Any]] = field(default_factory=dict)
-    parties: list[Party] = field(default_factory=list)
+    parties: list[Party] = field(kw_only=True)
     #: Public facts (JSON) that a server built from public metadata needs and cannot derive
     #: from it, computed on a client's data: e.g. the width of the public catalogue's item
     #: features. A SuperNode reports them beside the dataset's metadata
     #: (:func:`fedrec.engines.common.node_meta`); a job built from metadata reads them back
     #: (:func:`fedrec.engines.common.public_facts`).
-    public_facts: dict[str, Any] = field(default_factory=dict)
+    public_facts: dict[str, Any] = field(default_factory=dict, kw_only=True)
 
     def __post_init__(self) -> None:
-        if not self.parties:
-            self.parties = declare_parties(self.client_data, self.client_logic, self.services)
-        elif self.client_data or self.client_logic is not None or self.services:
-            raise ConfigError("a job declares its parties, or clients and services, not both")
-        else:
-            clients = [p for p in self.parties if p.role == CLIENT]
-            self.client_logic = clients[0].logic if clients else None
-            self.client_data = {p.id: p.data for p in clients}
-            self.services = {p.role: (p.logic, p.data) for p in self.parties
-                             if p.role != CLIENT}
+        self.parties = list(self.parties)
         check_parties(self.parties)
+
+    @property
+    def client_logic(self) -> PartyLogic | None:
+        """The logic every client runs (None: the job has no client)."""
+        clients = self.parties_of(CLIENT)
+        return clients[0].logic if clients else None
+
+    @property
+    def client_data(self) -> dict[PartyId, Any]:
+        """Each client's private data, by client id."""
+        return {p.id: p.data for p in self.parties_of(CLIENT)}
+
+    @property
+    def services(self) -> dict[str, tuple[PartyLogic, Any]]:
+        """Each role other than ``"client"``: its logic and the data of (one of) its parties."""
+        return {p.role: (p.logic, p.data) for p in self.parties if p.role != CLIENT}
 
     @property
     def client_ids(self) -> list[PartyId]:

@@ -51,7 +51,7 @@ from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import EXPERIMENTER, SERVER, PartyId
-from fedrec.federation.runtime import PartyContext, Runtime, poisson_cohort
+from fedrec.federation.runtime import PartyContext, Runtime, cohort_size, poisson_cohort
 from fedrec.federation.secure_sum import (
     PlainSum,
     SecureSumClient,
@@ -149,8 +149,7 @@ class DPPlan:
         self.clip, self.delta = float(cfg.dp_clip), float(cfg.dp_delta)
         self.dim, self.num_clients = int(dim), int(num_clients)
         self.sum = _sum_options(cfg)
-        per_round = cfg.clients_per_round or num_clients
-        self.rate = min(1.0, per_round / num_clients)
+        self.rate = cohort_size(cfg.clients_per_round, num_clients) / num_clients
         self.expected_cohort = self.rate * num_clients
         # The planned participation: the runtime's own Poisson draws of every round, from the
         # public seed (client positions stand for the ids: the draw depends on the count only).
@@ -284,32 +283,33 @@ class DPAggregate:
                      "the server adds the noise)")
         return receives(step, described, secure=distributed and self.cfg.dp_masking)
 
-    def aggregate(self, rt: Runtime, replies: Mapping[PartyId, Payload], cohort_size: int
-                  ) -> tuple[np.ndarray, list[PartyId]]:
-        """The noised sum of the round's vectors (decoded floats) and whose vectors it holds."""
+    def aggregate(self, rt: Runtime, replies: Mapping[PartyId, Payload], cohort: int, *,
+                  step: str) -> tuple[np.ndarray, list[PartyId]]:
+        """The noised sum of the round's vectors (decoded floats; ``replies`` are those of the
+        method's ``step`` to a cohort of ``cohort`` clients) and whose vectors it holds. No
+        vector at all is a :class:`~fedrec.errors.NoUpdateError`, fewer than a
+        distributed-DP sum's threshold a :class:`ProtocolError`."""
         plan, distributed = self.plan, self.cfg.dp == "distributed"
         s = plan.sum
-        config = secure_sum_config(plan.dim, cohort_size, s["threshold"], plan.clip,
+        config = secure_sum_config(plan.dim, cohort, s["threshold"], plan.clip,
                                    s["modulus_bits"], variant=s["variant"],
                                    corrupt=s["corrupt"], dropout=s["dropout"],
                                    preencoded=distributed)
         if distributed and self.cfg.dp_masking:
-            result = run_secure_sum(rt, replies, config)
+            result = run_secure_sum(rt, replies, config, step=step)
             total, survivors = result.total, list(result.survivors)
         else:
-            if not replies:
-                raise ProtocolError(f"round {rt.round}: no upload arrived")
             acc = PlainSum(config)
-            for party, reply in replies.items():
+            for party, reply in rt.updates(replies, step).items():
                 acc.add(party, reply)
             total, survivors = acc.result()[0], list(replies)
         if distributed:
-            enc = plan.encoding(cohort_size)
+            enc = plan.encoding(cohort)
             if len(survivors) < enc.threshold:
                 raise ProtocolError(f"round {rt.round}: {len(survivors)} survivors, fewer than "
                                     f"the {enc.threshold} a distributed-DP sum needs")
             noised = enc.decode(total, len(survivors))
-            key: tuple[int, int] = (cohort_size, len(survivors))
+            key: tuple[int, int] = (cohort, len(survivors))
         else:
             noise = rt.server_secret.rng(rt.round, "dp-central-noise").standard_normal(plan.dim)
             noised = total + plan.z * plan.clip * noise

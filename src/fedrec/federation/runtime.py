@@ -14,6 +14,15 @@ An algorithm is written once, as *protocol steps*:
 The :class:`Runtime` is the only way parties talk, so it meters every message's exact size into a
 :class:`~fedrec.federation.ledger.CommunicationLedger`, rejects updates that hold NaN/Inf, simulates
 dropouts, and shows each delivered message to registered observers (what an attack sees).
+
+It also holds the *round policy* that every server shares, so that a server keeps only its
+protocol's steps: who takes part (:meth:`Runtime.cohort`: ``clients_per_round`` 0 means every
+client, a count above the pool is the whole pool; :func:`cohort_size` for a plan made before
+the first round), who drops out (the runtime's: a simulated dropout or a node that does not
+answer is simply absent from a step's replies; no server draws its own), and what a step with no
+reply at all means (:meth:`Runtime.updates`: one :class:`~fedrec.errors.NoUpdateError`, worded
+alike for every algorithm).
+
 The :class:`InProcessRuntime` may hand a whole cohort of clients to
 :meth:`PartyLogic.handle_cohort` in one vectorised call; the contract is that each client's
 outgoing payload depends only on its own data, state and ``ctx`` randomness
@@ -28,14 +37,14 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
 
 from fedrec.core.codec import Payload, all_finite, payload_size
 from fedrec.core.rng import derive_seed, numpy_rng
-from fedrec.errors import ConfigError
+from fedrec.errors import ConfigError, NoUpdateError
 from fedrec.federation.checkpoint import pack_states, unpack_states
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import CLIENT, EXPERIMENTER, SERVER, Message, PartyId, role_of
@@ -148,8 +157,11 @@ def declare_parties(
     client_data: Mapping[PartyId, Any], client_logic: PartyLogic | None,
     services: Mapping[str, tuple[PartyLogic, Any]] | None = None,
 ) -> list[Party]:
-    """The parties of the classic construction: one client per ``client_data`` entry (in id
-    order) running ``client_logic``, then one party per service role, its id the role name."""
+    """The parties of a job with one client per user: one client per ``client_data`` entry (in
+    id order, a user of a recommendation dataset) running ``client_logic``, then one party per
+    service role, its id the role name (FedGNN's ``"third_party"``). A builder hands the list to
+    :class:`~fedrec.algorithms.base.FederatedJob` (``parties=``), the one way a job declares
+    its parties."""
     clients = []
     if client_data:
         if client_logic is None:
@@ -185,6 +197,19 @@ def check_parties(parties: Sequence[Party]) -> None:
 
 
 Observer = Callable[[Message], None]
+Replies = TypeVar("Replies", bound=Mapping[PartyId, Any])
+
+
+def cohort_size(clients_per_round: int, num_clients: int) -> int:
+    """How many of ``num_clients`` clients a round asks: ``clients_per_round``, where 0 means
+    every client and a count above ``num_clients`` is capped to it (a round cannot ask a client
+    twice). The one definition of the option, for :meth:`Runtime.cohort` and for what is
+    planned before the first round (FedGNN's epochs, the DP sampling rate). A negative count is
+    a :class:`ConfigError`."""
+    if clients_per_round < 0:
+        raise ConfigError(f"clients_per_round must be >= 0 (0: every client), got "
+                          f"{clients_per_round}")
+    return num_clients if clients_per_round == 0 else min(clients_per_round, num_clients)
 
 
 class Runtime(ABC):
@@ -232,7 +257,42 @@ class Runtime(ABC):
                        ) -> list[PartyId]:
         """This round's participants: ``count`` clients drawn without replacement from every
         client, or from ``among`` (a subset in client order, e.g. the clients that have
-        training data when new users' clients only evaluate), with :func:`sample_cohort`."""
+        training data when new users' clients only evaluate), with :func:`sample_cohort`. The
+        engine's primitive; a server asks :meth:`cohort`."""
+
+    def cohort(self, clients_per_round: int, among: Sequence[PartyId] | None = None
+               ) -> list[PartyId]:
+        """This round's training cohort, as the run option ``clients_per_round`` defines it:
+        :func:`cohort_size` of the pool (every client, or ``among``) -- 0 means the whole pool,
+        a larger count is capped to it --, drawn by :meth:`sample_clients` from the run's public
+        seed (the same cohort on every engine). An empty pool gives an empty cohort, whose step
+        then receives no update (:meth:`updates`)."""
+        pool = self.client_ids if among is None else among
+        count = cohort_size(clients_per_round, len(pool))
+        return self.sample_clients(count, among) if count else []
+
+    def updates(self, replies: Replies, step: str, hint: str = "") -> Replies:
+        """``replies`` (what a call of ``step`` returned), unless none arrived: then
+        :class:`~fedrec.errors.NoUpdateError` (:meth:`no_update`). A step that some parties
+        answered goes on with those replies: who dropped out is the runtime's business
+        (simulated dropouts, nodes that do not answer), so a server neither re-draws nor
+        waits for them. ``hint``: what the user may do about it (e.g. lower a learning rate
+        when updates diverge), added to the message."""
+        if replies:
+            return replies
+        raise self.no_update(step, hint)
+
+    def no_update(self, step: str, hint: str = "") -> NoUpdateError:
+        """The error of a ``step`` of this round that no party answered, in the one wording
+        every algorithm shares; it counts the step's messages the runtime rejected this round
+        (non-finite values) from the ledger: the other parties dropped out or sent nothing."""
+        rejected = [r for r in self.ledger.rejected
+                    if r["round"] == self.round and r["step"] == step]
+        reasons = sorted({str(r["reason"]) for r in rejected})
+        why = f" as {', '.join(reasons)}" if reasons else ""
+        return NoUpdateError(
+            f"round {self.round}, step {step!r}: no update arrived ({len(rejected)} rejected"
+            f"{why}, the rest dropped out or sent nothing){'; ' + hint if hint else ''}")
 
 
 def sample_cohort(client_ids: Sequence[PartyId], count: int, seed: int,
@@ -242,13 +302,29 @@ def sample_cohort(client_ids: Sequence[PartyId], count: int, seed: int,
     number. Every runtime draws with this function, so that the same seed gives the same cohort
     on every engine. (For sorted integer ids the order of ``client_ids`` is the sorted order:
     the cohorts are those of the earlier ``sorted(ids[draw])``.)"""
-    n = len(client_ids)
     if count <= 0:
         raise ConfigError(f"clients per round must be positive, got {count}")
+    return _draw(client_ids, count, numpy_rng(seed, rnd, "sample"))
+
+
+def _draw(client_ids: Sequence[PartyId], count: int, rng: np.random.Generator
+          ) -> list[PartyId]:
+    """``count`` of ``client_ids`` drawn by ``rng`` without replacement, in their order; all
+    of them (no draw) when ``count`` is at least their number."""
+    n = len(client_ids)
     if count >= n:
         return list(client_ids)
-    rng = numpy_rng(seed, rnd, "sample")
     return [client_ids[i] for i in sorted(rng.choice(n, count, replace=False).tolist())]
+
+
+def fixed_subset(client_ids: Sequence[PartyId], count: int, seed: int, stream: str
+                 ) -> list[PartyId]:
+    """``count`` of ``client_ids``, read as :func:`cohort_size` reads ``clients_per_round`` (0:
+    all of them; more than there are: all), drawn once from the run's ``seed`` on a ``stream``
+    of its own, in the order of ``client_ids``: the same clients every time, on every engine,
+    and the training cohorts' draws untouched (the clients an evaluation asks when not all
+    are)."""
+    return _draw(client_ids, cohort_size(count, len(client_ids)), numpy_rng(seed, stream))
 
 
 def poisson_cohort(client_ids: Sequence[PartyId], rate: float, seed: int,
@@ -292,15 +368,14 @@ class InProcessRuntime(Runtime):
     ``seed`` keys what is public (client sampling, simulated dropouts); ``client_secrets`` (the
     experimenter's root, fresh entropy by default) keys every other party's private draws and is
     held in a private attribute that only :meth:`_context` reads: the orchestrator is given the
-    :class:`Runtime` interface, which has no way to it."""
+    :class:`Runtime` interface, which has no way to it. ``parties``: every party it hosts (a
+    job's :attr:`~fedrec.algorithms.base.FederatedJob.parties`; :func:`declare_parties` makes
+    them for one client per user)."""
 
     def __init__(
         self,
         *,
-        parties: Sequence[Party] | None = None,
-        client_data: Mapping[PartyId, Any] | None = None,
-        client_logic: PartyLogic | None = None,
-        services: Mapping[str, tuple[PartyLogic, Any]] | None = None,
+        parties: Sequence[Party],
         seed: int = 0,
         dropout: float = 0.0,
         dropout_after_calls: int = 0,
@@ -311,10 +386,6 @@ class InProcessRuntime(Runtime):
             raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
         if dropout_after_calls < 0:
             raise ConfigError(f"dropout_after_calls must be >= 0, got {dropout_after_calls}")
-        if parties is None:
-            parties = declare_parties(client_data or {}, client_logic, services)
-        elif client_data or client_logic is not None or services:
-            raise ConfigError("give the runtime its parties, or clients and services, not both")
         check_parties(parties)
         self._parties = {p.id: p for p in parties}
         self._client_ids = [p.id for p in parties if p.role == CLIENT]

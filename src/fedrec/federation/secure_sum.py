@@ -27,10 +27,12 @@ nothing about any individual input: every ``y_u`` it receives is masked by a uni
 Z_{2^k}, shares travel encrypted, and no client reveals both secrets of one peer. The sum is
 correct whenever at least ``t`` clients survive each step; clients that drop after sharing keys
 are excluded from the sum and their pairwise masks removed; fewer than ``t`` survivors abort the
-sum with :class:`~fedrec.errors.ProtocolError`. ``t = max(2, ceil(threshold · n))`` with
-``threshold`` in (0.5, 1], so ``t > n/2`` as Bonawitz et al. recommend. Not covered: a
-malicious server, and what the sum itself reveals. Cost: ``O(n)`` PRG expansions of the vector
-per client and ``O(n · dropped)`` at the server, so keep cohorts to tens or hundreds of clients.
+sum with :class:`~fedrec.errors.ProtocolError`, none at all (no reply to a step) with its
+:class:`~fedrec.errors.NoUpdateError` (:meth:`Runtime.updates`).
+``t = max(2, ceil(threshold · n))`` with ``threshold`` in (0.5, 1], so ``t > n/2`` as Bonawitz
+et al. recommend. Not covered: a malicious server, and what the sum itself reveals. Cost:
+``O(n)`` PRG expansions of the vector per client and ``O(n · dropped)`` at the server, so keep
+cohorts to tens or hundreds of clients.
 
 With ``variant="secagg+"`` the server also sends the public graph seed; the degree ``k`` and the
 per-neighbourhood threshold ``t`` come from the cohort size, ``corrupt`` (``γ``: the fraction of
@@ -90,6 +92,7 @@ __all__ = [
     "PlainSum",
     "SecureSumClient",
     "SecureSumOptions",
+    "SecureSumParameters",
     "SecureSumResult",
     "SecureSumSteps",
     "SparseUpload",
@@ -191,16 +194,16 @@ def validate_secure_sum_options(threshold: float, clip: float, bits: int,
 
 
 @dataclass
-class SecureSumOptions(RunConfig):
-    """The run options of an algorithm whose uploads reach the server only as a sum: a secure
-    sum (``secagg_variant``), or with ``secure_aggregation: false`` the plain sum of the same
-    clipped fixed-point encodings (the same total bit for bit, without the masking's cost; the
-    server then sees every upload). A config class inherits them (with its own ``rounds``);
-    one that differs only in a default redeclares that field with ``option(value)``."""
+class SecureSumParameters(RunConfig):
+    """The run options that describe one sum of uploads (``secagg_threshold``, ``_clip``,
+    ``_bits``, ``_variant``, ``_corrupt``, ``_dropout``), declared once for every algorithm with
+    a secure sum: :class:`SecureSumOptions` adds the switch most algorithms have; one that
+    switches the sum on by an option of its own (FedGNN's ``item_privacy``) inherits these
+    alone, redeclares a default with ``option(value)`` where it differs, overrides
+    :meth:`coordinate_bound` where the ring's bound follows from other options, and calls
+    :meth:`validate_sum` when its sum is on. Server and clients derive the same sum from the
+    same options (:meth:`sum_config`, :meth:`sum_client`)."""
 
-    secure_aggregation: bool = option(True, "true: a secure sum across clients "
-                                            "(secagg_variant); false: a plain sum of the same "
-                                            "clipped, fixed-point uploads")
     secagg_threshold: float = option(0.6, "t = ceil(secagg_threshold * cohort) clients must "
                                           "survive each step, in (0.5, 1]")
     secagg_clip: float = option(1.0, "bound of every upload coordinate (larger values are "
@@ -210,21 +213,49 @@ class SecureSumOptions(RunConfig):
     secagg_corrupt: float = variant_option("corrupt")
     secagg_dropout: float = variant_option("dropout")
 
-    def validate(self) -> None:
-        super().validate()
-        validate_secure_sum_options(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
-                                    **variant_of(self))
+    def coordinate_bound(self) -> float:
+        """The bound of every upload coordinate in the sum's fixed-point ring:
+        ``secagg_clip``."""
+        return self.secagg_clip
+
+    def validate_sum(self) -> None:
+        """:func:`validate_secure_sum_options` of these options."""
+        validate_secure_sum_options(self.secagg_threshold, self.coordinate_bound(),
+                                    self.secagg_bits, **variant_of(self))
 
     def sum_config(self, dim: int, cohort: int, preencoded: bool = False) -> SecAggConfig:
         """:func:`secure_sum_config` of a sum of ``dim`` floats (``preencoded``: ring
         elements) over ``cohort`` clients."""
-        return secure_sum_config(dim, cohort, self.secagg_threshold, self.secagg_clip,
+        return secure_sum_config(dim, cohort, self.secagg_threshold, self.coordinate_bound(),
                                  self.secagg_bits, **variant_of(self), preencoded=preencoded)
 
     def sum_client(self) -> SecureSumClient:
         """A client's half of the sums these options describe."""
-        return SecureSumClient(self.secagg_threshold, self.secagg_clip, self.secagg_bits,
+        return SecureSumClient(self.secagg_threshold, self.coordinate_bound(), self.secagg_bits,
                                **variant_of(self))
+
+
+@dataclass
+class _SecureAggregationSwitch(RunConfig):
+    secure_aggregation: bool = option(True, "true: a secure sum across clients "
+                                            "(secagg_variant); false: a plain sum of the same "
+                                            "clipped, fixed-point uploads")
+
+
+# The switch is a base of its own, listed after the parameters, only so that a dataclass lists
+# it first (fields follow the reversed MRO), as `fedrec config show` always has.
+@dataclass
+class SecureSumOptions(SecureSumParameters, _SecureAggregationSwitch):
+    """The run options of an algorithm whose uploads reach the server only as a sum: a secure
+    sum (``secagg_variant``), or with ``secure_aggregation: false`` the plain sum of the same
+    clipped fixed-point encodings (the same total bit for bit, without the masking's cost; the
+    server then sees every upload), so the sum's options are checked either way. A config class
+    inherits them (with its own ``rounds``); one that differs only in a default redeclares that
+    field with ``option(value)``."""
+
+    def validate(self) -> None:
+        super().validate()
+        self.validate_sum()
 
 
 def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,
@@ -461,20 +492,21 @@ class SecureSumResult:
 
 
 def sum_cohort(rt: Runtime, replies: Mapping[PartyId, Payload], config: SecAggConfig, *,
-               secure: bool) -> tuple[np.ndarray, int]:
-    """The decoded sum of a cohort's dense uploads and how many are in it.
+               secure: bool, step: str) -> tuple[np.ndarray, int]:
+    """The decoded sum of a cohort's dense uploads (the replies to ``step``) and how many are
+    in it.
 
     ``secure``: the replies are the step-1 adverts and :func:`run_secure_sum` sums the masked
     inputs. Otherwise each reply is a :func:`plain_message` (what the secure sum would mask),
     summed in the ring and decoded by :class:`PlainSum`: the same total bit for bit, for runs
-    that leave the masking out (the ledger then counts the plain messages). A missing,
-    mistyped or mis-sized upload is a :class:`ProtocolError`."""
+    that leave the masking out (the ledger then counts the plain messages). No upload at all is
+    a :class:`~fedrec.errors.NoUpdateError`; a mistyped or mis-sized one a
+    :class:`ProtocolError`."""
     if secure:
-        result = run_secure_sum(rt, replies, config)
+        result = run_secure_sum(rt, replies, config, step=step)
         return result.total, len(result.survivors)
-    if not replies:
-        raise ProtocolError(f"round {rt.round}: no upload arrived")
     acc = PlainSum(config)
+    replies = rt.updates(replies, step)
     for party, reply in replies.items():
         acc.add(party, reply)
     return acc.result()
@@ -482,38 +514,44 @@ def sum_cohort(rt: Runtime, replies: Mapping[PartyId, Payload], config: SecAggCo
 
 def sum_streamed(rt: Runtime, targets: Sequence[PartyId],
                  send: Callable[[list[PartyId]], Mapping[PartyId, Payload]],
-                 config: SecAggConfig, *, secure: bool, part: int = 0) -> tuple[np.ndarray, int]:
-    """:func:`sum_cohort` of the uploads that ``send(targets)`` returns (the algorithm's step
-    that ends with the upload). A plain sum asks ``part`` targets at a time (0: all at once)
-    and adds each reply as it comes, so the server never holds more than ``part`` uploads;
-    the total is the same ring sum whatever ``part`` is. A secure sum masks over the whole
-    cohort, so ``send`` is called once with every target."""
+                 config: SecAggConfig, *, secure: bool, step: str,
+                 part: int = 0) -> tuple[np.ndarray, int]:
+    """:func:`sum_cohort` of the uploads that ``send(targets)`` returns (the replies to the
+    algorithm's ``step`` that ends with the upload). A plain sum asks ``part`` targets at a
+    time (0: all at once) and adds each reply as it comes, so the server never holds more than
+    ``part`` uploads; the total is the same ring sum whatever ``part`` is (a part that no
+    target answers adds nothing; no upload in any part is a
+    :class:`~fedrec.errors.NoUpdateError`). A secure sum masks over the whole cohort, so
+    ``send`` is called once with every target."""
     if secure or part <= 0 or part >= len(targets):
-        return sum_cohort(rt, send(list(targets)), config, secure=secure)
+        return sum_cohort(rt, send(list(targets)), config, secure=secure, step=step)
     acc = PlainSum(config)
     for start in range(0, len(targets), part):
         for party, reply in send(list(targets[start: start + part])).items():
             acc.add(party, reply)
     if acc.count == 0:
-        raise ProtocolError(f"round {rt.round}: no upload arrived")
+        raise rt.no_update(step)
     return acc.result()
 
 
 def run_secure_sum(rt: Runtime, advertised: Mapping[PartyId, Payload],
-                   config: SecAggConfig) -> SecureSumResult:
-    """Steps 2-4 from the server's side, given the clients' step-1 replies (their public
-    keys). Returns the decoded sum; raises :class:`ProtocolError` below ``t`` survivors (for
-    SecAgg+, ``t`` in any neighbourhood). A :class:`SecAggPlusConfig` runs SecAgg+, its graph
-    seed from ``os.urandom`` (the sum does not depend on it: the masks cancel)."""
+                   config: SecAggConfig, *, step: str) -> SecureSumResult:
+    """Steps 2-4 from the server's side, given the clients' step-1 replies to the algorithm's
+    ``step`` (their public keys). Returns the decoded sum; raises
+    :class:`~fedrec.errors.NoUpdateError` when no client answers a step (``step`` included:
+    every client dropped out) and :class:`ProtocolError` below ``t`` survivors (for SecAgg+,
+    ``t`` in any neighbourhood). A :class:`SecAggPlusConfig` runs SecAgg+, its graph seed from
+    ``os.urandom`` (the sum does not depend on it: the masks cancel)."""
     server = (SecAggPlusServer(config) if isinstance(config, SecAggPlusConfig)
               else SecAggServer(config))
+    advertised = rt.updates(advertised, step)
     keys = {int(u): m for u, m in advertised.items()}  # type: ignore[arg-type]
     down = server.advertise_keys(keys)
-    up = rt.call(STEP_SHARE, down)
+    up = rt.updates(rt.call(STEP_SHARE, down), STEP_SHARE)
     down = server.share_keys(_ints(up))
-    up = rt.call(STEP_MASK, down)
+    up = rt.updates(rt.call(STEP_MASK, down), STEP_MASK)
     down = server.masked_input_collection(_ints(up))
-    up = rt.call(STEP_UNMASK, down)
+    up = rt.updates(rt.call(STEP_UNMASK, down), STEP_UNMASK)
     total = server.unmasking(_ints(up))
     return SecureSumResult(total=total, advertised=sorted(keys), survivors=server.survivors,
                            dropped=server.dropped)

@@ -53,6 +53,7 @@ from fedrec.algorithms.methods.fedgrec import FedGRecConfig
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.errors import DataError
+from fedrec.federation.runtime import cohort_size
 from fedrec.options import RunOptions
 from fedrec.reproduce.ranking import most_popular
 from fedrec.reproduce.report import (
@@ -223,7 +224,7 @@ def round_bytes(run: dict[str, Any], num_clients: int) -> dict[str, tuple[float,
     """``{round kind: (bytes up, bytes down) per client}`` from the run's per-round ledger:
     round 1 (the warm-up of every client, and the first cohort's training) per client of the
     dataset; a refresh round and a plain round without evaluation per sampled client."""
-    cohort = float(run["config"]["clients_per_round"] or num_clients)
+    cohort = float(cohort_size(run["config"]["clients_per_round"], num_clients))
     out: dict[str, tuple[float, float]] = {}
     for h in run["history"]:
         c = h["communication"]

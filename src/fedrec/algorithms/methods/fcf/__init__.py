@@ -58,6 +58,7 @@ from fedrec.algorithms.methods.fcf.server import FCFServer
 from fedrec.data.implicit import as_implicit
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, InteractionDataset, RatingDataset
+from fedrec.federation.runtime import declare_parties
 
 
 def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> FederatedJob:
@@ -66,9 +67,8 @@ def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> Fed
     if not explicit and not isinstance(dataset, InteractionDataset):
         raise TypeError("FCF needs a rating or interaction dataset")
     return FederatedJob(
-        server=FCFServer(cfg, dataset.num_items, explicit, device, dataset.num_users),
-        client_logic=FCFClient(cfg, dataset),
-        client_data=partition_by_user(dataset),
+        FCFServer(cfg, dataset.num_items, explicit, device, dataset.num_users),
+        parties=declare_parties(partition_by_user(dataset), FCFClient(cfg, dataset)),
     )
 
 

@@ -16,7 +16,6 @@ from fedrec.algorithms.methods.fcf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
-from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.runtime import Runtime
@@ -56,17 +55,12 @@ class FCFServer(ServerLogic):
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         if self.dp is not None:
             return self._dp_round(rt)
-        n = self.cfg.clients_per_round or len(rt.client_ids)
-        selected = rt.sample_clients(n)
+        selected = rt.cohort(self.cfg.clients_per_round)
         if self.cfg.secure_aggregation:
             return self._secure_round(rt, selected)
-        replies = rt.broadcast(TRAIN, selected, self._broadcast())
-        if not replies:
-            rejected = sum(r["round"] == rnd for r in rt.ledger.rejected)
-            raise ProtocolError(
-                f"round {rnd}: no client update arrived ({rejected} rejected as non-finite, "
-                "the rest dropped out); if updates diverge, lower lr_user or lr"
-            )
+        # Diverged training shows as non-finite updates, which the runtime rejects.
+        replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN,
+                             "if updates diverge, lower lr_user or lr")
         dev = self.q.device
 
         def gathered(name: str) -> torch.Tensor:
@@ -90,7 +84,7 @@ class FCFServer(ServerLogic):
         sa_cfg = cfg.sum_config(size, len(selected))
         adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
-        result = run_secure_sum(rt, adverts, sa_cfg)
+        result = run_secure_sum(rt, adverts, sa_cfg, step=TRAIN)
         total = torch.from_numpy(result.total).to(self.q.device, self.q.dtype)
         self._step(total)
         return {"clients": len(result.survivors), "dropped_after_keys": len(result.dropped)}
@@ -102,7 +96,7 @@ class FCFServer(ServerLogic):
         assert self.dp is not None
         cohort = self.dp.cohort(rt)
         replies = rt.broadcast(TRAIN, cohort, dict(self._broadcast(), **self.dp.request(cohort)))
-        total, survivors = self.dp.aggregate(rt, replies, len(cohort))
+        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
         self._step(torch.from_numpy(expected_mean(total, self.dp.plan)).to(self.q.device,
                                                                            self.q.dtype))
         return {"clients": float(len(survivors))}

@@ -19,10 +19,9 @@ from fedrec.algorithms.methods.fed_mvmf.model import (
 from fedrec.algorithms.methods.fed_mvmf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
-from fedrec.core.rng import numpy_rng, torch_generator
-from fedrec.errors import ProtocolError
+from fedrec.core.rng import torch_generator
 from fedrec.federation.message import PartyId
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Runtime, fixed_subset
 from fedrec.federation.secure_sum import (
     protection_text,
     receives,
@@ -36,10 +35,7 @@ from fedrec.privacy.report import no_guarantee
 def evaluated_clients(clients: list[PartyId], count: int, seed: int) -> list[PartyId]:
     """Every client, or (``count`` > 0) a sample of that many drawn from the run's ``seed`` on a
     stream of its own, in ``clients`` order: the same clients at every evaluation."""
-    if count == 0 or count >= len(clients):
-        return clients
-    rng = numpy_rng(seed, "fed-mvmf-eval-clients")
-    return [clients[i] for i in sorted(rng.choice(len(clients), count, replace=False).tolist())]
+    return fixed_subset(clients, count, seed, "fed-mvmf-eval-clients")
 
 
 class FedMVMFServer(ServerLogic):
@@ -86,17 +82,14 @@ class FedMVMFServer(ServerLogic):
         cfg = self.cfg
         # Cold start: a new user's client has nothing to train on (not in trainable).
         n_clients = len(rt.client_ids if self.trainable is None else self.trainable)
-        selected = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients),
-                                     among=self.trainable)
+        selected = rt.cohort(cfg.clients_per_round, among=self.trainable)
         stats: dict[str, float] = {}
         if cfg.secure_aggregation:
             sum_v, sum_a, count = self._secure_sum(rt, selected)
             stats["dropped_after_keys"] = float(len(selected) - count)
         else:
-            replies = rt.broadcast(TRAIN, selected, self._broadcast())
-            if not replies:
-                raise ProtocolError(f"round {rnd}: no client update arrived; if updates "
-                                    "diverge, lower lr")
+            replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN,
+                                 "if updates diverge, lower lr")
             count = len(replies)
             sum_v = sum(torch.as_tensor(r["grad_v"]).double() for r in replies.values())
             sum_a = sum(torch.as_tensor(r["grad_a"]).double() for r in replies.values())
@@ -125,7 +118,7 @@ class FedMVMFServer(ServerLogic):
         config = self.cfg.sum_config(v_size + self.a.numel(), len(selected))
         adverts = rt.broadcast(TRAIN, selected,
                                {**self._broadcast(), **secure_sum_request(len(selected))})
-        result = run_secure_sum(rt, adverts, config)
+        result = run_secure_sum(rt, adverts, config, step=TRAIN)
         total = torch.from_numpy(result.total)
         return (total[:v_size].reshape(self.v.shape), total[v_size:].reshape(a_shape),
                 len(result.survivors))

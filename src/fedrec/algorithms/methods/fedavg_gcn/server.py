@@ -11,7 +11,6 @@ from fedrec.algorithms.methods.fedavg_gcn.config import FedAvgGCNConfig
 from fedrec.algorithms.methods.fedavg_gcn.steps import EVALUATE, TRAIN
 from fedrec.core.rng import torch_generator
 from fedrec.data.types import check_split
-from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import fedavg, weighted_mean
 from fedrec.federation.runtime import Runtime
 from fedrec.models import gcn
@@ -27,11 +26,9 @@ class FedAvgGCNServer(ServerLogic):
                                       torch_generator(cfg.seed, "fedavg-gcn", "init"))
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
-        hosts = rt.sample_clients(self.cfg.clients_per_round or len(rt.client_ids))
-        replies = rt.broadcast(TRAIN, hosts, dict(self.params))
+        hosts = rt.cohort(self.cfg.clients_per_round)
+        replies = rt.updates(rt.broadcast(TRAIN, hosts, dict(self.params)), TRAIN)
         uploads = [replies[h] for h in hosts if h in replies]
-        if not uploads:
-            raise ProtocolError(f"round {rnd}: no host answered")
         self.params = fedavg(uploads, gcn.PARAM_NAMES)
         loss = float(weighted_mean([u["loss"] for u in uploads], [u["n"] for u in uploads]))
         return {"loss": loss, "hosts": float(len(uploads))}

@@ -36,14 +36,15 @@ from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
 from fedrec.federation.aggregation import fedavg
+from fedrec.federation.runtime import declare_parties
 
 
 def build_fedavg_ncf_job(cfg: FedAvgNCFConfig, dataset: Dataset,
                          device: torch.device) -> FederatedJob:
     ds = implicit_split(dataset, cfg)
-    return FederatedJob(server=FedAvgNCFServer(cfg, ds.num_items),
-                        client_logic=FedAvgNCFClient(cfg, ds.num_items),
-                        client_data=partition_by_user(ds))
+    return FederatedJob(FedAvgNCFServer(cfg, ds.num_items),
+                        parties=declare_parties(partition_by_user(ds),
+                                                FedAvgNCFClient(cfg, ds.num_items)))
 
 
 SPEC = AlgorithmSpec(

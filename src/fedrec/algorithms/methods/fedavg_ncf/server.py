@@ -13,7 +13,6 @@ from fedrec.algorithms.methods.fedavg_ncf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import derive_seed
-from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import fedavg
 from fedrec.federation.runtime import Runtime
 from fedrec.models import ncf
@@ -38,10 +37,8 @@ class FedAvgNCFServer(ServerLogic):
         return {k: self.params[k] for k in self.names}
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
-        selected = rt.sample_clients(self.cfg.clients_per_round or len(rt.client_ids))
-        replies = rt.broadcast(TRAIN, selected, self._broadcast())
-        if not replies:
-            raise ProtocolError(f"round {rnd}: no client upload arrived")
+        selected = rt.cohort(self.cfg.clients_per_round)
+        replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN)
         ups = [replies[c] for c in sorted(replies)]
         new = fedavg(ups, self.names)
         shift = sum(float((new[k] - self.params[k]).pow(2).sum()) for k in self.names) ** 0.5

@@ -71,6 +71,7 @@ from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
 from fedrec.federation.message import THIRD_PARTY
+from fedrec.federation.runtime import declare_parties
 
 
 def fedgnn_instruments(cfg: FedGNNConfig, dataset: Dataset) -> dict[str, Any]:
@@ -95,8 +96,8 @@ def build_fedgnn_job(cfg: FedGNNConfig, dataset: Dataset, device: torch.device) 
     client = FedGNNClient(cfg, dataset.num_items, scale_midpoint(dataset),
                           (dataset.rating_min, dataset.rating_max), server.params,
                           len(clients))
-    return FederatedJob(server=server, client_logic=client, client_data=clients,
-                        services={THIRD_PARTY: (FedGNNThirdParty(cfg.neighbours), None)})
+    return FederatedJob(server, parties=declare_parties(
+        clients, client, {THIRD_PARTY: (FedGNNThirdParty(cfg.neighbours), None)}))
 
 
 SPEC = AlgorithmSpec(

@@ -27,7 +27,7 @@ from fedrec.federation.dp_sum import DPSumClient, dp_on
 from fedrec.federation.message import THIRD_PARTY
 from fedrec.federation.runtime import PartyContext, PartyLogic, Routed, cohort_chunks
 from fedrec.federation.secrets import PartySecret
-from fedrec.federation.secure_sum import SecureSumClient, SecureSumSteps, variant_of
+from fedrec.federation.secure_sum import SecureSumSteps
 from fedrec.federation.steps import step
 from fedrec.models import gnn
 from fedrec.models.gnn import pad_subgraphs, pad_tests
@@ -50,8 +50,7 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         self.unit = rating_unit(rating_range)
         self.f = gnn.loss_fn(cfg.gnn, cfg.loss, cfg.loss_reduction, mu / self.unit)
         self.mechanism = ldp_mechanism(cfg)
-        self.secure = SecureSumClient(cfg.secagg_threshold, ring_bound(cfg), cfg.secagg_bits,
-                                      **variant_of(cfg))
+        self.secure = cfg.sum_client()
         width = cfg.dim + (1 if cfg.bias else 0)
         self.dp = (DPSumClient(cfg, num_clients, gnn.flatten(template).numel()
                                + num_items * width) if dp_on(cfg) else None)

@@ -8,18 +8,19 @@ from fedrec.algorithms.gnn_common import GNNModelConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
 from fedrec.federation.dp_sum import DPOptions
-from fedrec.federation.secure_sum import (
-    validate_secure_sum_options,
-    variant_of,
-    variant_option,
-)
+from fedrec.federation.secure_sum import SecureSumParameters
 from fedrec.privacy import LaplaceMechanism
 
 PSEUDO_SETS = ("per_round", "fixed", "fixed_coupled", "fixed_copy")
 
 
 @dataclass
-class FedGNNConfig(GNNModelConfig, DPOptions):
+class FedGNNConfig(GNNModelConfig, DPOptions, SecureSumParameters):
+    """FedGNN's options. The secure sum's (``secagg_*``) are
+    :class:`~fedrec.federation.secure_sum.SecureSumParameters`, used by ``item_privacy:
+    secure_sum`` (and the ring of ``dp: distributed``); the ring's bound follows from the LDP
+    noise unless ``secagg_clip`` is set (:func:`ring_bound`)."""
+
     rounds: int = option(100)
     clients_per_round: int = option(128, "|S| (paper: 128)")
     eval_every: int = option(10)
@@ -59,14 +60,12 @@ class FedGNNConfig(GNNModelConfig, DPOptions):
     item_privacy: str = option("pseudo", "pseudo: the paper's pseudo items | secure_sum: "
                                          "dense gradients, only as the cohort's secure sum "
                                          "(needs clip > 0)")
-    secagg_threshold: float = option(0.6, "secure_sum: t = ceil(threshold * cohort) clients "
-                                          "must survive each step")
     secagg_clip: float = option(0.0, "secure_sum: ring bound per coordinate (0: clip, + 20 * "
                                      "laplace with LDP)")
-    secagg_bits: int = option(32, "secure_sum: the ring Z_{2^bits} of the masked sums")
-    secagg_variant: str = variant_option("variant", "secure_sum, ")
-    secagg_corrupt: float = variant_option("corrupt", "secure_sum, ")
-    secagg_dropout: float = variant_option("dropout", "secure_sum, ")
+
+    def coordinate_bound(self) -> float:
+        """:func:`ring_bound`: ``secagg_clip``, or one that follows from the LDP options."""
+        return ring_bound(self)
 
     def validate(self) -> None:
         super().validate()
@@ -98,8 +97,7 @@ class FedGNNConfig(GNNModelConfig, DPOptions):
             if self.clients_per_round == 1:
                 raise ConfigError("item_privacy=secure_sum needs clients_per_round >= 2 "
                                   "(a sum of one client is that client's upload)")
-            validate_secure_sum_options(self.secagg_threshold, ring_bound(self),
-                                        self.secagg_bits, **variant_of(self))
+            self.validate_sum()
 
 
 ITEM_PRIVACY = ("pseudo", "secure_sum")

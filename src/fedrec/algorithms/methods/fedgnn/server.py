@@ -23,18 +23,15 @@ from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.attacks.rated_items import RatedItemsAttack
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
-from fedrec.errors import ProtocolError
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.message import THIRD_PARTY
-from fedrec.federation.runtime import Observer, Runtime
+from fedrec.federation.runtime import Observer, Runtime, cohort_size
 from fedrec.federation.secure_sum import (
     protection_text,
     receives,
     run_secure_sum,
-    secure_sum_config,
     secure_sum_request,
-    variant_of,
 )
 from fedrec.models import gnn
 from fedrec.privacy import (
@@ -57,8 +54,8 @@ class FedGNNServer(ServerLogic):
             self.items = torch.cat([self.items, torch.zeros(num_items, 1)], 1)
         self.params = gnn.init_params(cfg.gnn, cfg.dim, torch_generator(cfg.seed, "init-gnn"))
         self.num_clients = num_clients
-        per_round = cfg.clients_per_round or num_clients
-        self.rounds_per_epoch = math.ceil(num_clients / min(per_round, num_clients))
+        self.rounds_per_epoch = math.ceil(num_clients
+                                          / cohort_size(cfg.clients_per_round, num_clients))
         self.expansions = 0
         self.mechanism = ldp_mechanism(cfg)  # None: the run claims no local DP
         # The accounting's bookkeeping: uploads received per client, the largest upload's size.
@@ -115,15 +112,12 @@ class FedGNNServer(ServerLogic):
         if self._expansion_due(rnd):
             self.expand(rt)
             stats["expanded"] = 1.0
-        n = self.cfg.clients_per_round or len(rt.client_ids)
-        selected = rt.sample_clients(n)
+        selected = rt.cohort(self.cfg.clients_per_round)
         replies: dict[Any, Payload] = {}
         if self.cfg.item_privacy == "secure_sum":
             g_model, g_items, uploads, senders = self.secure_sum(rt, selected, stats)
         else:
-            replies = rt.broadcast(TRAIN, selected, self._broadcast())
-            if not replies:
-                raise ProtocolError(f"round {rnd}: no client update arrived")
+            replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN)
             g_model, g_items, uploads = self._sum_uploads(replies)
             senders = [int(c) for c in replies]
         for c in senders:
@@ -156,7 +150,7 @@ class FedGNNServer(ServerLogic):
         assert self.dp is not None
         cohort = self.dp.cohort(rt)
         replies = rt.broadcast(TRAIN, cohort, dict(self._broadcast(), **self.dp.request(cohort)))
-        total, survivors = self.dp.aggregate(rt, replies, len(cohort))
+        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
         mean = torch.from_numpy(expected_mean(total, self.dp.plan)).float()
         p = gnn.flatten(self.params).numel()
         self._step(rnd, mean[:p], mean[p:].view(self.items.shape), g_items_denominator=1.0,
@@ -194,11 +188,10 @@ class FedGNNServer(ServerLogic):
         grads = p + num_items * width
         bound = ring_bound(cfg)
         size = grads + (num_items if cfg.item_avg == "uploaders" else 0)
-        sa_cfg = secure_sum_config(size, len(selected), cfg.secagg_threshold, bound,
-                                   cfg.secagg_bits, **variant_of(cfg))
+        sa_cfg = cfg.sum_config(size, len(selected))
         adverts = rt.broadcast(TRAIN, selected,
                                dict(self._broadcast(), **secure_sum_request(len(selected))))
-        result = run_secure_sum(rt, adverts, sa_cfg)
+        result = run_secure_sum(rt, adverts, sa_cfg, step=TRAIN)
         total = torch.from_numpy(result.total)
         self.max_upload_dim = max(self.max_upload_dim, grads)
         # The decoded counts are integers times the ring bound, off by < m * 0.5 / scale.

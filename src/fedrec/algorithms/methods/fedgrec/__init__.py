@@ -108,14 +108,15 @@ from fedrec.algorithms.methods.fedgrec.server import FedGRecServer
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
+from fedrec.federation.runtime import declare_parties
 
 
 def build_fedgrec_job(cfg: FedGRecConfig, dataset: Dataset,
                       device: torch.device) -> FederatedJob:
     ds = implicit_split(dataset, cfg)
-    return FederatedJob(server=FedGRecServer(cfg, ds.num_items, device),
-                        client_logic=FedGRecClient(cfg, ds.num_items),
-                        client_data=partition_by_user(ds))
+    return FederatedJob(FedGRecServer(cfg, ds.num_items, device),
+                        parties=declare_parties(partition_by_user(ds),
+                                                FedGRecClient(cfg, ds.num_items)))
 
 
 SPEC = AlgorithmSpec(

@@ -25,7 +25,7 @@ from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.federation.message import PartyId
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Runtime, cohort_size
 from fedrec.federation.secure_sum import (
     protection_text,
     receives,
@@ -55,25 +55,23 @@ class FedGRecServer(ServerLogic):
         return {"item_emb": self.item_emb.float(), "latent": self.latent.float(),
                 "degrees": self.degrees.float()}
 
-    def cohort_size(self, rt: Runtime) -> int:
-        return min(self.cfg.clients_per_round or len(rt.client_ids), len(rt.client_ids))
-
     def sum_uploads(self, rt: Runtime, targets: list[PartyId],
                     send: Callable[[list[PartyId]], Mapping[PartyId, Payload]],
-                    size: int) -> tuple[np.ndarray, int]:
-        """The sum of the dense uploads of ``size`` floats that ``send(targets)`` returns and
-        how many are in it: Bonawitz et al.'s secure sum over ``targets``, or the plain sum of
-        the same fixed-point encodings, asked ``plain_sum_part`` clients at a time."""
+                    size: int, step: str) -> tuple[np.ndarray, int]:
+        """The sum of the dense uploads of ``size`` floats that ``send(targets)`` returns (the
+        replies to ``step``) and how many are in it: Bonawitz et al.'s secure sum over
+        ``targets``, or the plain sum of the same fixed-point encodings, asked
+        ``plain_sum_part`` clients at a time."""
         cfg = self.cfg
         sa = cfg.sum_config(size, len(targets))
-        return sum_streamed(rt, targets, send, sa, secure=cfg.secure_aggregation,
+        return sum_streamed(rt, targets, send, sa, secure=cfg.secure_aggregation, step=step,
                             part=cfg.plain_sum_part)
 
     # -- warm-up (Algorithm 1, lines 3-9) -----------------------------------------------------
     def chunks(self, rt: Runtime) -> list[list[PartyId]]:
         """Every client, in sums of at most ``clients_per_round`` clients (at least 2 each)."""
         ids = list(rt.client_ids)
-        n = max(1, math.ceil(len(ids) / self.cohort_size(rt)))
+        n = max(1, math.ceil(len(ids) / cohort_size(self.cfg.clients_per_round, len(ids))))
         if len(ids) >= 2:
             n = min(n, len(ids) // 2)
         return [list(part) for part in np.array_split(np.asarray(ids, dtype=object), n)]
@@ -86,7 +84,8 @@ class FedGRecServer(ServerLogic):
         for part in self.chunks(rt):
             request = secure_sum_request(len(part))
             total, _ = self.sum_uploads(
-                rt, part, lambda to, r=request: rt.broadcast(WARMUP_DEGREES, to, r), n_items)
+                rt, part, lambda to, r=request: rt.broadcast(WARMUP_DEGREES, to, r), n_items,
+                WARMUP_DEGREES)
             degrees += np.rint(total / self.cfg.secagg_clip)  # counts arrive times the clip
         self.degrees = torch.from_numpy(degrees).to(self.degrees)
         for layer in range(1, self.cfg.num_layers + 1):
@@ -95,7 +94,7 @@ class FedGRecServer(ServerLogic):
                 request = {**self.tables(), "layer": layer, **secure_sum_request(len(part))}
                 total, _ = self.sum_uploads(
                     rt, part, lambda to, r=request: rt.broadcast(WARMUP_LATENT, to, r),
-                    n_items * d)
+                    n_items * d, WARMUP_LATENT)
                 total_layer += total
             self.latent[layer - 1] += torch.from_numpy(total_layer).reshape(n_items, d).to(
                 self.latent)
@@ -111,7 +110,7 @@ class FedGRecServer(ServerLogic):
         if not self.warm:
             self.warm_up(rt)
         cfg, n_items, d, k = self.cfg, self.num_items, self.cfg.dim, self.cfg.num_layers
-        selected = rt.sample_clients(self.cohort_size(rt))
+        selected = rt.cohort(cfg.clients_per_round)
         refresh = self.refresh_round(rnd)
         request = {"refresh": int(refresh), **secure_sum_request(len(selected))}
         full = {**self.tables(), **request} if cfg.download == "full" else None
@@ -130,7 +129,8 @@ class FedGRecServer(ServerLogic):
             return rt.call(TRAIN_ROWS, requests)
 
         size = 1 + n_items * (d + 1) + (k * n_items * d if refresh else 0)
-        total, clients = self.sum_uploads(rt, selected, send, size)
+        total, clients = self.sum_uploads(rt, selected, send, size,
+                                          TRAIN if full is not None else TRAIN_ROWS)
         total_t = torch.from_numpy(total)
         loss = float(total_t[0]) / max(clients, 1)
         delta = total_t[1: 1 + n_items * d].reshape(n_items, d)

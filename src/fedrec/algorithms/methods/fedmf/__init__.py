@@ -61,15 +61,15 @@ from fedrec.algorithms.methods.fedmf.config import UPLOAD_MODES, FedMFConfig
 from fedrec.algorithms.methods.fedmf.server import FedMFServer
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
+from fedrec.federation.runtime import declare_parties
 
 
 def build_fedmf_job(cfg: FedMFConfig, dataset: Dataset, device: torch.device) -> FederatedJob:
     if not isinstance(dataset, RatingDataset):
         raise TypeError("FedMF needs a rating dataset (explicit ratings, RMSE/MAE)")
     return FederatedJob(
-        server=FedMFServer(cfg, dataset.num_items),
-        client_logic=FedMFClient(cfg, dataset),
-        client_data=partition_by_user(dataset),
+        FedMFServer(cfg, dataset.num_items),
+        parties=declare_parties(partition_by_user(dataset), FedMFClient(cfg, dataset)),
     )
 
 

@@ -17,6 +17,7 @@ from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
 from fedrec.errors import ProtocolError
+from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
 from fedrec.models.mf import init_factors
 from fedrec.privacy.paillier import EncryptedArray, public_key_from_bytes, public_key_to_bytes
@@ -34,13 +35,12 @@ class FedMFServer(ServerLogic):
 
     def _setup(self, rt: Runtime, candidates: Sequence[int]) -> None:
         """Fetch the clients' public key; store the (public) initial table, encrypted."""
-        reply = None
+        replies: dict[PartyId, Payload] = {}
         for client in candidates:  # any key holder will do; the next one if it dropped out
-            reply = rt.call(PUBLIC_KEY, {client: {}}).get(client)
-            if reply is not None:
+            replies = rt.call(PUBLIC_KEY, {client: {}})
+            if replies:
                 break
-        if reply is None:
-            raise ProtocolError("no client answered the public-key request")
+        (reply,) = rt.updates(replies, PUBLIC_KEY).values()
         public = public_key_from_bytes(reply["n"])
         if public.n.bit_length() != self.cfg.key_bits:
             raise ProtocolError(
@@ -53,17 +53,13 @@ class FedMFServer(ServerLogic):
         self.table = EncryptedArray.encode_public(public, v0)
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
-        n = self.cfg.clients_per_round or len(rt.client_ids)
-        selected = rt.sample_clients(n)
+        selected = rt.cohort(self.cfg.clients_per_round)
         if self.table is None:
             self._setup(rt, selected)
         assert self.table is not None and self.public_key is not None
-        replies = rt.broadcast(TRAIN, selected, {"table": self.table.to_wire()})
-        if not replies:
-            raise ProtocolError(
-                f"round {rnd}: no client update arrived (dropped out, or abstained after a "
-                "non-finite local update); if updates diverge, lower lr_user or lr"
-            )
+        # A client abstains (sends nothing) after a non-finite local update.
+        replies = rt.updates(rt.broadcast(TRAIN, selected, {"table": self.table.to_wire()}),
+                             TRAIN, "if updates diverge, lower lr_user or lr")
         table = self.table
         for client, reply in replies.items():
             table = self._add_update(table, client, reply)

@@ -19,7 +19,6 @@ from fedrec.algorithms.methods.feras.steps import (
 from fedrec.attacks.attribute_inference import AttributeInferenceAttack
 from fedrec.core.codec import Payload
 from fedrec.data.types import check_split
-from fedrec.errors import ProtocolError
 from fedrec.federation.message import AGGREGATOR, PartyId
 from fedrec.federation.runtime import Observer, Runtime
 from fedrec.privacy.report import no_guarantee
@@ -42,7 +41,7 @@ class FerasServer(ServerLogic):
     def observers(self) -> list[Observer]:
         return [self.attack] if self.attack is not None else []
 
-    def _iteration(self, rt: Runtime, hosts: list[PartyId], t: int) -> list[Payload]:
+    def _iteration(self, rt: Runtime, hosts: list[PartyId], t: int) -> dict[PartyId, Payload]:
         request = {"iteration": t, "share_weights": self.cfg.shares_weights
                    and t % self.cfg.weight_every == 0}
         replies: dict[PartyId, Payload] = {}
@@ -63,19 +62,17 @@ class FerasServer(ServerLogic):
         if request["share_weights"]:
             rt.call(AVERAGE_WEIGHTS, {AGGREGATOR: {}})
             rt.broadcast(TAKE_WEIGHTS, hosts, {})
-        return [replies[h] for h in hosts if h in replies]
+        return {h: replies[h] for h in hosts if h in replies}
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         """Iterations ``(rnd - 1) * k + 1 .. rnd * k`` (``k = iterations_per_round``)."""
-        hosts = rt.sample_clients(self.cfg.clients_per_round or len(rt.client_ids))
+        hosts = rt.cohort(self.cfg.clients_per_round)
         k = self.cfg.iterations_per_round
         total, labelled = 0.0, 0
         for t in range((rnd - 1) * k + 1, rnd * k + 1):
-            replies = self._iteration(rt, hosts, t)
-            if not replies:
-                raise ProtocolError(f"round {rnd}, iteration {t}: no host answered")
-            total += sum(float(r["loss"]) for r in replies)
-            labelled += sum(int(r["n"]) for r in replies)
+            replies = rt.updates(self._iteration(rt, hosts, t), TRAIN, f"in iteration {t}")
+            total += sum(float(r["loss"]) for r in replies.values())
+            labelled += sum(int(r["n"]) for r in replies.values())
         # The plain mean loss of the labelled nodes the round's subgraphs held.
         return {"train_loss": total / max(labelled, 1), "hosts": float(len(hosts)),
                 "iterations": float(k)}

@@ -27,6 +27,7 @@ from fedrec.attacks.malicious_view import MaliciousViewAttack, NullUpdates
 from fedrec.data.multiview import MultiViewData
 from fedrec.errors import ConfigError
 from fedrec.federation.message import CLIENT
+from fedrec.federation.runtime import cohort_size
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import dssm
 
@@ -53,7 +54,7 @@ def malicious_view_attack(cfg: FLMVDSSMConfig, mv: MultiViewData, malicious: str
     server = job.server
     layout = server.layout
     size = server.upload_size
-    n_devices = min(cfg.clients_per_round or len(devices), len(devices))
+    n_devices = cohort_size(cfg.clients_per_round, len(devices))
     encoder = cfg.sum_config(size, n_devices).encoder
     w1 = dssm.param_shapes(mv.item_features.shape[1], cfg.widths)["w1"]
     attack = MaliciousViewAttack(

@@ -22,9 +22,9 @@ from fedrec.algorithms.methods.fl_mv_dssm.steps import (
 from fedrec.algorithms.methods.fl_mv_dssm.view import init_user_model, view_id
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
-from fedrec.core.rng import numpy_rng, torch_generator
+from fedrec.core.rng import torch_generator
 from fedrec.federation.message import PartyId
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Runtime, fixed_subset
 from fedrec.federation.secure_sum import (
     protection_text,
     receives,
@@ -83,12 +83,12 @@ class FLMVDSSMServer(ServerLogic):
 
     def sum_uploads(self, rt: Runtime, replies: Mapping[PartyId, Payload],
                     cohort: int) -> tuple[np.ndarray, int]:
-        """The sum of the devices' uploads and how many are in it: the secure sum, or the plain
-        sum of the same fixed-point encodings."""
+        """The sum of the devices' uploads (their replies to ``local_aggregate``) and how many
+        are in it: the secure sum, or the plain sum of the same fixed-point encodings."""
         cfg = self.cfg
         size = self.upload_size
         sa = cfg.sum_config(size, cohort)
-        return sum_cohort(rt, replies, sa, secure=cfg.secure_aggregation)
+        return sum_cohort(rt, replies, sa, secure=cfg.secure_aggregation, step=LOCAL_AGGREGATE)
 
     def view_ids(self, devices: list[PartyId]) -> list[str]:
         return [view_id(int(d), n) for d in devices for n in self.cfg.views]
@@ -96,9 +96,7 @@ class FLMVDSSMServer(ServerLogic):
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         cfg = self.cfg
         # Cold start: the held-out users' devices have nothing to train on (not in trainable).
-        n_clients = len(rt.client_ids if self.trainable is None else self.trainable)
-        devices = rt.sample_clients(min(cfg.clients_per_round or n_clients, n_clients),
-                                    among=self.trainable)
+        devices = rt.cohort(cfg.clients_per_round, among=self.trainable)
         rt.broadcast(VIEW_TRAIN, self.view_ids(devices), self.model())
         replies = rt.broadcast(LOCAL_AGGREGATE, devices, secure_sum_request(len(devices)))
         self.participations.update(replies.keys())
@@ -126,13 +124,8 @@ class FLMVDSSMServer(ServerLogic):
         """Every device, or (``eval_devices``) a sample of that many drawn from the run's seed on
         a stream of its own (the training cohorts' draws are untouched), in ``client_ids``
         order: the same devices at every evaluation, on every engine."""
-        devices = list(rt.client_ids)
-        count = self.cfg.eval_devices
-        if count == 0 or count >= len(devices):
-            return devices
-        rng = numpy_rng(self.cfg.seed, "fl-mv-dssm-eval-devices")
-        return [devices[i] for i in sorted(rng.choice(len(devices), count,
-                                                      replace=False).tolist())]
+        return fixed_subset(rt.client_ids, self.cfg.eval_devices, self.cfg.seed,
+                            "fl-mv-dssm-eval-devices")
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         devices = self.evaluated_devices(rt)

@@ -39,6 +39,7 @@ from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
+from fedrec.federation.runtime import declare_parties
 
 
 def ptf_instruments(cfg: PTFFedRecConfig, dataset: Dataset) -> dict[str, Any]:
@@ -65,8 +66,8 @@ def build_ptf_fedrec_job(cfg: PTFFedRecConfig, dataset: Dataset,
     server = PTFServer(cfg, ds.num_users, ds.num_items)
     if not dataset.meta.get("metadata_only"):
         server.attach_instruments(ptf_instruments(cfg, dataset))
-    return FederatedJob(server=server, client_logic=PTFClient(cfg, ds.num_items),
-                        client_data=partition_by_user(ds))
+    return FederatedJob(server, parties=declare_parties(partition_by_user(ds),
+                                                        PTFClient(cfg, ds.num_items)))
 
 
 SPEC = AlgorithmSpec(

@@ -17,7 +17,6 @@ from fedrec.algorithms.methods.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
-from fedrec.errors import ProtocolError
 from fedrec.federation.runtime import Observer, Runtime
 from fedrec.metrics.ranking import ScoreFn
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
@@ -75,12 +74,10 @@ class PTFServer(ServerLogic):
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         cfg = self.cfg
-        selected = rt.sample_clients(cfg.clients_per_round or len(rt.client_ids))
+        selected = rt.cohort(cfg.clients_per_round)
         t0 = time.perf_counter()  # the round's time split: clients, server, dispersal
-        replies = rt.broadcast(TRAIN, selected, {})
+        replies = rt.updates(rt.broadcast(TRAIN, selected, {}), TRAIN)
         t_clients = time.perf_counter() - t0
-        if not replies:
-            raise ProtocolError(f"round {rnd}: no client upload arrived")
         for c, r in replies.items():
             self.uploads[int(c)] = (torch.as_tensor(r["items"]).long(),
                                     torch.as_tensor(r["scores"]).float())
