@@ -69,10 +69,10 @@ class MFClient(PartyLogic):
 
     @step(TRAIN, broadcast=True)
     def train(self, ctx: PartyContext, payload: Payload) -> Payload:
-        q = torch.as_tensor(np.array(payload["q"])).clone()
+        q = torch.as_tensor(payload["q"]).clone()
         p = ctx.state["p"]
-        items = torch.as_tensor(ctx.data.train_items, dtype=torch.int64)
-        ratings = torch.as_tensor(ctx.data.train_values, dtype=torch.float32)
+        items = torch.tensor(ctx.data.train_items, dtype=torch.int64)
+        ratings = torch.tensor(ctx.data.train_values, dtype=torch.float32)
         for _ in range(self.cfg.local_steps):
             err = (q[items] @ p) - ratings
             grad_p = (err[:, None] * q[items]).mean(0)
@@ -84,9 +84,9 @@ class MFClient(PartyLogic):
     @step(EVALUATE, broadcast=True)
     def evaluate(self, ctx: PartyContext, payload: Payload) -> Payload:
         split = requested_split(payload)
-        items = torch.as_tensor(getattr(ctx.data, f"{split}_items"), dtype=torch.int64)
-        target = torch.as_tensor(getattr(ctx.data, f"{split}_values"), dtype=torch.float64)
-        pred = (torch.as_tensor(np.array(payload["q"]))[items] @ ctx.state["p"]).double()
+        items = torch.tensor(getattr(ctx.data, f"{split}_items"), dtype=torch.int64)
+        target = torch.tensor(getattr(ctx.data, f"{split}_values"), dtype=torch.float64)
+        pred = (torch.as_tensor(payload["q"])[items] @ ctx.state["p"]).double()
         err = pred - target
         return {"sq_err": float((err ** 2).sum()), "abs_err": float(err.abs().sum()),
                 "count": len(items)}

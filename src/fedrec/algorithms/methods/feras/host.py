@@ -155,10 +155,13 @@ class FerasHost(PartyLogic):
 
     @staticmethod
     def _averages(ctx: PartyContext, nodes: torch.Tensor, hidden: int
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+                  ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """The AS's averaged embeddings spread over ``nodes`` (sorted global ids) and which of
-        them have one."""
+        them have one; None when the AS sent none (this host's upload never reached it: the
+        runtime rejected it), and the host then sits the step out like a dropped host."""
         replies = [m.payload for m in ctx.inbox if m.step == AVERAGE_EMBEDDINGS]
+        if not replies:
+            return None
         if len(replies) != 1:
             raise ProtocolError(f"{ctx.party}: expected one average from the AS at step "
                                 f"{ctx.step}, got {len(replies)}")
@@ -187,13 +190,14 @@ class FerasHost(PartyLogic):
             return model.aggregate(params, adj, shared)
         return shared
 
-    def _shared(self, ctx: PartyContext, own: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    def _shared(self, ctx: PartyContext, own: torch.Tensor, nodes: torch.Tensor
+                ) -> torch.Tensor | None:
         """The AS's averages where it sent one (Feras), the host's own values where the hosts
-        share no embedding (the baselines)."""
+        share no embedding (the baselines); None: no average arrived (:meth:`_averages`)."""
         if not self.cfg.shares_embeddings:
             return own
-        received, has = self._averages(ctx, nodes, self.cfg.hidden)
-        return model.shared(own, received, has)
+        averages = self._averages(ctx, nodes, self.cfg.hidden)
+        return None if averages is None else model.shared(own, *averages)
 
     def _features(self, view: HostView, nodes: torch.Tensor | None) -> torch.Tensor:
         return gcn.row_normalized(view.features(None if nodes is None else nodes.numpy()))
@@ -256,7 +260,10 @@ class FerasHost(PartyLogic):
         opt = self._optimizer(params)
         if ctx.state["adam"] is not None:
             opt.load_state_dict(ctx.state["adam"])
-        h1 = self._second_input(params, adj, self._shared(ctx, first.shares, nodes))
+        shared = self._shared(ctx, first.shares, nodes)
+        if shared is None:
+            return None
+        h1 = self._second_input(params, adj, shared)
         z = model.rest(params, adj, h1, self.cfg.feature_dropout, first.generator)
         local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
         labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
@@ -291,7 +298,7 @@ class FerasHost(PartyLogic):
                             self._full_shares(ctx))
 
     @step(EVALUATE, broadcast=True)
-    def evaluate(self, ctx: PartyContext, payload: Payload) -> Payload:
+    def evaluate(self, ctx: PartyContext, payload: Payload) -> Payload | None:
         """Micro-F1 (the accuracy, single-label) on this host's visible nodes of the split."""
         view: HostView = ctx.data
         split = "val" if check_split(str(payload["split"])) == "valid" else "test"
@@ -301,6 +308,8 @@ class FerasHost(PartyLogic):
         params, adj = ctx.state["params"], self.topology(view).full_adj
         with torch.no_grad():
             shared = self._shared(ctx, self._full_shares(ctx), torch.arange(view.num_nodes))
+            if shared is None:
+                return None
             z = model.rest(params, adj, self._second_input(params, adj, shared))
         pred = gcn.predict(z, view.multilabel).numpy()[nodes]
         return {"f1_micro": f1_micro(pred, view.labels(nodes)), "count": len(nodes)}
