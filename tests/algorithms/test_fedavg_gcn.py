@@ -12,7 +12,6 @@ import torch
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
 from fedrec.algorithms.methods.fedavg_gcn import build_fedavg_gcn_job
-from fedrec.data import metadata_dataset, public_meta
 from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets
 
@@ -38,21 +37,6 @@ def test_learns_above_the_majority_class_on_cora(cora) -> None:
     assert trainer.runtime.client_ids == ["host-0", "host-1", "host-2"]
     totals = trainer.ledger.totals()
     assert totals["messages_up"] == totals["messages_down"] > 0
-
-
-def test_a_metadata_only_graph_gives_the_server_the_same_start(cora) -> None:
-    cfg = resolve_config("fedavg-gcn", "cora", overrides=FAST)
-    real = build_fedavg_gcn_job(cfg, cora, torch.device("cpu"))
-    meta = public_meta(cora)
-    assert meta == {"kind": "graph", "name": "cora", "num_nodes": 2708, "num_features": 1433,
-                    "num_classes": 7, "multilabel": False}
-    stub = metadata_dataset(meta)
-    assert stub.x.strides == (0, 0) and stub.edge_index.shape == (2, 0)  # nothing of the data
-    from_meta = build_fedavg_gcn_job(cfg, stub, torch.device("cpu"))
-    assert from_meta.client_ids == real.client_ids
-    assert all(p.data is None for p in from_meta.parties)
-    for k, v in real.server.params.items():
-        assert torch.equal(v, from_meta.server.params[k])
 
 
 def test_bad_input_is_a_config_error(cora, ml100k) -> None:

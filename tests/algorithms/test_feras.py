@@ -15,7 +15,7 @@ from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
 from fedrec.algorithms.methods.feras import build_feras_job, host_id
 from fedrec.algorithms.methods.feras import model as feras_model
 from fedrec.algorithms.methods.feras.steps import AVERAGE_EMBEDDINGS, EMBED
-from fedrec.data import assign_private_nodes, metadata_dataset, public_meta
+from fedrec.data import assign_private_nodes
 from fedrec.errors import ConfigError
 from fedrec.federation import encode
 from fedrec.federation.message import AGGREGATOR, Message
@@ -250,15 +250,6 @@ def test_the_sequential_table_forgets_entries_after_table_expiry_iterations(
     if expiry == 1:  # host-0 alone: its own embeddings come back
         np.testing.assert_array_equal(array(downs[8]["embeddings"]),
                                       array(ups[8]["embeddings"]))
-
-
-def test_a_metadata_only_graph_builds_the_same_parties(cora) -> None:
-    cfg = resolve_config("feras", "cora", overrides=FAST)
-    real = build_feras_job(cfg, cora, CPU)
-    stub = build_feras_job(cfg, metadata_dataset(public_meta(cora)), CPU)
-    assert [(p.id, p.role) for p in stub.parties] == [(p.id, p.role) for p in real.parties] \
-        == [*((host_id(h), "client") for h in range(4)), (AGGREGATOR, AGGREGATOR)]
-    assert all(p.data is None for p in stub.parties)
 
 
 def test_the_shared_layer_takes_the_average_and_passes_the_gradient_to_the_own_value() -> None:

@@ -27,6 +27,7 @@ from .harness import (
     Wire,
     applies,
     config_of,
+    contract_of,
     dataset_of,
     plain_sums,
     record,
@@ -80,15 +81,23 @@ def assert_only_through_messages(before: list[Wire], after: list[Wire], target: 
     assert target_differs, f"{target!r}'s messages did not change with its data"
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.3])
-@pytest.mark.parametrize("name", FEDERATED)
+#: (method, dropout, settings over its contract's): the contract's settings with and without
+#: dropouts, then each of its declared variants.
+CASES = [(name, dropout, {}) for name in FEDERATED for dropout in (0.0, 0.3)] + [
+    (name, 0.0, dict(variant)) for name in FEDERATED
+    for variant in contract_of(name).boundary_variants]
+
+
+@pytest.mark.parametrize(("name", "dropout", "variant"), CASES,
+                         ids=[f"{n}-{d}" + "".join(f"-{k}={v}" for k, v in s.items())
+                              for n, d, s in CASES])
 def test_changing_one_partys_data_changes_only_its_messages(name: str, dropout: float,
-                                                            data_root) -> None:
+                                                            variant: dict, data_root) -> None:
     """With ``dropout``, clients drop out as the runtime draws it (from the public seed:
     data-blind, so the same clients answer in both runs); checked where the job has clients
     enough that a round keeps one (a round without is ``test_no_update``'s)."""
     contract = applies(name, "privacy_boundary")
-    cfg = config_of(name, dropout=dropout, **plain_sums(name))
+    cfg = config_of(name, **{**variant, "dropout": dropout, **plain_sums(name)})
     ds = dataset_of(name, data_root)
     spec = spec_of(name)
     baseline = trainer_of(name, cfg, ds)

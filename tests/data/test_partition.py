@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +132,43 @@ def test_bad_graph_arguments() -> None:
         partition_graph(ring(), 0)
     with pytest.raises(ConfigError, match="public_fraction"):
         partition_graph(ring(), 2, public_fraction=1.5)
+
+
+@pytest.mark.parametrize("name", ["ml100k", "gowalla_500"])
+def test_client_data_holds_only_its_own_rows(name: str, request: pytest.FixtureRequest) -> None:
+    ds = request.getfixturevalue(name)
+    clients = partition_by_user(ds)
+    assert sorted(clients) == ds.user_ids().tolist()
+    order = np.argsort(ds.train.users, kind="stable")
+    users, items, values = ds.train.users[order], ds.train.items[order], ds.train.values[order]
+    starts = np.searchsorted(users, np.arange(ds.num_users + 1))
+    def by_user(part):  # one held-out part's item ids, cut per user
+        o = np.argsort(part.users, kind="stable")
+        cuts = np.searchsorted(part.users[o], np.arange(ds.num_users + 1))
+        return part.items[o], cuts
+
+    (t_items, t_starts), (v_items, v_starts) = by_user(ds.test), by_user(ds.valid)
+    assert len(ds.valid) > 0 or name == "gowalla_500"  # a slice made without load_dataset
+    total = 0
+    held = ("test_items", "test_values", "valid_items", "valid_values")
+    for u, c in clients.items():
+        assert c.user == u and c.num_items == ds.num_items
+        lo, hi = starts[u], starts[u + 1]
+        assert np.array_equal(c.train_items, items[lo:hi])  # exactly this user's rows, in order
+        assert np.array_equal(c.train_values, values[lo:hi])
+        assert np.array_equal(c.test_items, t_items[t_starts[u] : t_starts[u + 1]])
+        assert np.array_equal(c.valid_items, v_items[v_starts[u] : v_starts[u + 1]])
+        for arr in (c.train_items, c.train_values, *(getattr(c, k) for k in held)):
+            assert arr.base is None and not arr.flags.writeable  # a private copy, not a view
+        total += c.num_train
+    assert total == len(ds.train)  # nothing dropped, nothing duplicated
+    # The client object reaches nothing of the full dataset.
+    c = clients[int(ds.user_ids()[0])]
+    for arr in (c.train_items, c.train_values, *(getattr(c, k) for k in held)):
+        for part in (ds.train, ds.valid, ds.test):
+            for full in (part.items, part.values):
+                assert not np.shares_memory(arr, full)
+    assert {f.name for f in dataclasses.fields(c)} == {
+        "user", "train_items", "train_values", "valid_items", "valid_values", "test_items",
+        "test_values", "features", "num_items",
+    }

@@ -62,6 +62,9 @@ class Contract:
     #: changes (0: bit-identical), for a simulator that batches a cohort's computation.
     boundary_tolerance: float = 0.0
     boundary_tolerance_reason: str = ""
+    #: Other settings the privacy-boundary check also runs with (over ``settings``): protocol
+    #: paths the contract's settings do not take (implicit feedback, a user fit, a schedule).
+    boundary_variants: tuple[Mapping[str, Any], ...] = ()
     #: Settings of a DP run (over ``settings``), for a method whose config has ``dp``.
     dp_settings: Mapping[str, Any] = field(default_factory=dict)
     #: Checks the method does not meet: ``{check: reason}``.

@@ -80,6 +80,7 @@ SPEC = AlgorithmSpec(
     dataset_kinds=("rating", "interaction"),
     build_job=build_fcf_job,
     contract=Contract(
+        boundary_variants=({"implicit": "per-user"},),
         settings={"dim": 16},
         dp_settings={"dp": "distributed", "noise_multiplier": 1.0, "clients_per_round": 40},
     ),

@@ -128,8 +128,12 @@ SPEC = AlgorithmSpec(
     config_cls=FedGRecConfig,
     dataset_kinds=("rating", "interaction"),
     build_job=build_fedgrec_job,
-    contract=Contract(settings={"dim": 8, "num_layers": 1, "refresh_period": 2,
-                                 "local_steps": 2, "clients_per_round": 16}),
+    contract=Contract(
+        settings={"dim": 8, "num_layers": 1, "refresh_period": 2, "local_steps": 2,
+                  "clients_per_round": 16},
+        boundary_variants=({"own_edge_gradient": True},
+                           {"user_fit_steps": 3, "user_fit_train_steps": 3}),
+    ),
 )
 
 __all__ = ["SPEC", "FedGRecClient", "FedGRecConfig", "FedGRecServer", "build_fedgrec_job"]

@@ -113,9 +113,12 @@ SPEC = AlgorithmSpec(
     dataset_kinds=("graph",),
     build_job=build_feras_job,
     instruments=feras_instruments,
-    contract=Contract(dataset="cora", max_users=None,
-                        settings={"num_hosts": 4, "hidden": 16, "iterations_per_round": 2,
-                                  "weight_every": 2, "presample": 20}),
+    contract=Contract(
+        dataset="cora", max_users=None,
+        settings={"num_hosts": 4, "hidden": 16, "iterations_per_round": 2, "weight_every": 2,
+                  "presample": 20},
+        boundary_variants=({"schedule": "synchronous"},),
+    ),
 )
 
 __all__ = ["SCHEDULES", "SPEC", "FerasAggregator", "FerasConfig", "FerasHost", "FerasServer",
