@@ -153,6 +153,17 @@ def same_arrays(a: Any, b: Any) -> bool:
                if isinstance(getattr(a, f.name), np.ndarray | torch.Tensor))
 
 
+def shape_likeness(a: Any, b: Any) -> tuple[int, int]:
+    """How alike two data objects' arrays are in shape: (equal-shaped float arrays, equal-shaped
+    arrays): a donor of data for another party is chosen by it."""
+    arrays = [(np.asarray(getattr(a, f.name)), np.asarray(getattr(b, f.name)))
+              for f in dataclasses.fields(a)
+              if isinstance(getattr(a, f.name), np.ndarray | torch.Tensor)]
+    same = [x.shape == y.shape for x, y in arrays]
+    floats = [x.dtype.kind == "f" for x, _ in arrays]
+    return (sum(s and f for s, f in zip(same, floats, strict=True)), sum(same))
+
+
 def equal_state(a: Any, b: Any) -> bool:
     """Deep equality of two states (dicts, sequences, tensors, arrays, scalars), bit for bit."""
     if isinstance(a, dict):

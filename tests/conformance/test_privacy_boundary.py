@@ -1,7 +1,8 @@
 """Changing one party's data changes only that party's messages, for every federated method.
 
 One client (the first that speaks in round 1) is given another client's data (every array of
-it; its identity kept), and the whole run -- two rounds, each evaluated -- is replayed. The
+it; its identity kept) -- and in turn one party of every other role that holds data (FL-MV-DSSM's
+views) another's of its role --, and the whole run -- two rounds, each evaluated -- is replayed. The
 property, read off the runtime's observers and nothing of the method's: a message of any other
 party may differ only after that party received a message that differed (what the changed data
 reaches, it reaches as messages the runtime meters and an attack sees), and the changed
@@ -15,6 +16,8 @@ whatever the data; what they mask is what this check compares.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -33,6 +36,7 @@ from .harness import (
     record,
     run,
     same_arrays,
+    shape_likeness,
     spec_of,
     swapped_data,
     trainer_of,
@@ -106,14 +110,21 @@ def test_changing_one_partys_data_changes_only_its_messages(name: str, dropout: 
                     f"in every round at dropout {dropout}")
     before = record(baseline)
     run(baseline, cfg)
-    clients = [p for p in baseline.job.parties if p.role == CLIENT]
     spoke = {m.sender for m in before}
-    target = next(p for p in clients if p.id in spoke)
-    donor = next(p for p in reversed(clients)
-                 if p.id != target.id and not same_arrays(p.data, target.data))
-    job = spec.build_job(cfg, ds, baseline.runtime.device)
-    changed = trainer_of(name, cfg, ds, with_party_data(job, {target.id: swapped_data(target,
-                                                                                       donor)}))
-    after = record(changed)
-    run(changed, cfg)
-    assert_only_through_messages(before, after, target.id, contract.boundary_tolerance)
+    # One party of every role that holds data (clients; FL-MV-DSSM's views too), in turn.
+    roles = sorted({p.role for p in baseline.job.parties if dataclasses.is_dataclass(p.data)})
+    assert CLIENT in roles
+    for role in roles:
+        parties = [p for p in baseline.job.parties if p.role == role]
+        target = next(p for p in parties if p.id in spoke)
+        others = [p for p in reversed(parties)
+                  if p.id != target.id and not same_arrays(p.data, target.data)]
+        # The other party whose arrays have the target's shapes most alike, float arrays first
+        # (a view's features have its view's width; clients' numbers of rows differ).
+        donor = max(others, key=lambda p: shape_likeness(p.data, target.data))
+        job = spec.build_job(cfg, ds, baseline.runtime.device)
+        changed = trainer_of(name, cfg, ds,
+                             with_party_data(job, {target.id: swapped_data(target, donor)}))
+        after = record(changed)
+        run(changed, cfg)
+        assert_only_through_messages(before, after, target.id, contract.boundary_tolerance)

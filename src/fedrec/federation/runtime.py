@@ -26,7 +26,7 @@ alike for every algorithm).
 The :class:`InProcessRuntime` may hand a whole cohort of clients to
 :meth:`PartyLogic.handle_cohort` in one vectorised call; the contract is that each client's
 outgoing payload depends only on its own data, state and ``ctx`` randomness
-(tested in ``tests/federation/test_privacy_boundary.py``). Engines for real deployments
+(checked for every method by the conformance suite, ``tests/conformance``). Engines for real deployments
 (Flower) implement the same :class:`Runtime` interface over the network.
 """
 
