@@ -51,13 +51,6 @@ def test_client_arrays_are_private_copies() -> None:
         c.user = 5  # type: ignore[misc]
 
 
-@pytest.fixture(scope="module")
-def gowalla(data_root: Path) -> InteractionDataset:
-    if not (data_root / "gowalla/train.txt").is_file():
-        pytest.skip("staged gowalla not available")
-    return load_dataset("gowalla", data_root)
-
-
 def test_gowalla_partition_is_complete(gowalla: InteractionDataset) -> None:
     # Its speed is a benchmark (bench/bench_partition.py), not a timed test.
     clients = partition_by_user(gowalla)
