@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -48,13 +49,17 @@ def simulate_lost():
 
 class _Watch:
     """Round hook of a deployment: keeps the Deployment, records the addresses its processes
-    listen on (after round 1) and then optionally SIGKILLs the SuperNode named ``kill`` (with
-    its executor) and calls ``after_round1``."""
+    listen on (after round 1) and what ``probe(dep)`` returns then (``probed``: the deployment
+    is running), and then optionally SIGKILLs the SuperNode named ``kill`` (with its executor)
+    and calls ``after_round1``."""
 
     def __init__(self, kill: str | None = None,
-                 after_round1: Callable[[], None] | None = None) -> None:
+                 after_round1: Callable[[], None] | None = None,
+                 probe: Callable[[Any], Any] | None = None) -> None:
         self.kill = kill
         self.after_round1 = after_round1
+        self.probe = probe
+        self.probed: Any = None
         self.dep = None
         self.killed: list[int] = []
         self.listening: set[str] = set()
@@ -71,6 +76,8 @@ class _Watch:
             except psutil.NoSuchProcess:
                 continue
             self.listening |= {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
+        if self.probe is not None:
+            self.probed = self.probe(dep)
         if self.kill:
             self.killed = dep.kill_node(self.kill)
         if self.after_round1 is not None:

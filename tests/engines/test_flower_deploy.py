@@ -15,6 +15,13 @@ the other clients: exactly the simulator with those clients dropped.
 When FCF's round 1 is done, the clock steps by 1 s as psutil sees it (every process's wall-clock
 start time moves): the three deployments are running and must finish all the same.
 
+The three run with every proxy variable pointing at a dead port (a user behind a proxy: their
+loopback traffic must not go there) and with the client secret in ``$FEDREC_CLIENT_SECRET``. When
+round 1 is done, each looks at what any local user could read meanwhile: no process's command
+line holds a SuperNode's root secret (the client root, or the third party's derived one), no
+process of the deployment holds it in its environment, and the files holding it are the
+owner's only (0600, in a 0700 work directory).
+
 The three deployments run concurrently (they mostly wait on Flower's polling), to keep the
 module near a minute on two cores. They draw their ports concurrently too: the port tests at the
 end start plain Python listeners on a port another program took after it was probed, and check
@@ -38,9 +45,16 @@ import psutil
 import pytest
 
 from fedrec.engines.common import simulate
-from fedrec.engines.flower.deploy import LOOPBACK, DeployError, Deployment, deploy, free_port
+from fedrec.engines.flower.deploy import (
+    LOOPBACK,
+    DeployError,
+    Deployment,
+    deploy,
+    free_port,
+    node_roots,
+)
 from fedrec.engines.flower.node import node_share
-from fedrec.federation.secrets import ClientSecrets
+from fedrec.federation.secrets import SECRET_ENV, ClientSecrets
 from fedrec.options import RunOptions
 
 pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
@@ -55,6 +69,56 @@ FCF = {"rounds": 2, "eval_every": 1, "dim": 16}
 FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pseudo_items": 50,
           "neighbours": 4, "expand_after": 0}
 KILL = dict(FCF, eval_every=2)
+# The roots the SuperNodes are given: the clients', and the one derived for FedGNN's third party.
+ROOTS = node_roots(SECRETS, ["third_party"])
+# A proxy nobody listens at (port 9, discard): loopback traffic sent there never arrives.
+DEAD_PROXY = "http://127.0.0.1:9"
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+              "grpc_proxy")
+
+
+def _readable(dep: Deployment) -> dict:
+    """What any local user could read of the SuperNodes' secrets while ``dep`` runs, and what
+    its own user could (the round hook calls it when round 1 is done)."""
+    secrets = set(ROOTS.values())
+    cmdlines: dict[int, str] = {}
+    for pid in psutil.pids():  # every process on the machine whose command line we can read
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        cmdlines[pid] = raw.replace(b"\0", b" ").decode(errors="replace")
+    ours = {p.popen.pid for p in dep.procs} | set(dep.seen)
+    live = {pid for pid in ours if psutil.pid_exists(pid)}
+    environ = {}
+    for pid in live:
+        try:
+            environ[pid] = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+    files = {}
+    for path in dep.workdir.rglob("*"):
+        try:
+            if not path.is_file() or path.is_symlink():
+                continue
+            text = path.read_bytes().decode(errors="replace")
+        except OSError:  # a file a process removed meanwhile
+            continue
+        if held := sorted(k for k, h in ROOTS.items() if h in text):
+            files[str(path.relative_to(dep.workdir))] = (path.stat().st_mode & 0o777, held)
+    return {
+        "processes": len(cmdlines),
+        "unread": sorted(live - set(cmdlines)),  # deployment processes whose line was unread
+        "supernodes": sum("flower-supernode" in cmdlines.get(p.popen.pid, "")
+                          for p in dep.procs),
+        "cmdline_leaks": [(pid, c) for pid, c in cmdlines.items()
+                          if any(h in c for h in secrets)],
+        "environ_leaks": sorted(pid for pid, e in environ.items() if any(h in e for h in secrets)),
+        "environ_read": len(environ),
+        "files": files,
+        "workdir_mode": dep.workdir.stat().st_mode & 0o777,
+        "proxy": {k: os.environ.get(k) for k in PROXY_VARS},
+    }
 
 
 def _run(data_root, algorithm: str, overrides: dict, watch, straggler: float) -> dict:
@@ -76,9 +140,14 @@ def runs(ml100k_root, deploy_helpers):
                 mp.setattr(psutil._pslinux, "boot_time", lambda: boot_time() + 1.0)
                 stepped.append(time.monotonic())
 
+        # Behind a proxy, with the client secret in the environment (module docstring).
+        for name in PROXY_VARS:
+            mp.setenv(name, DEAD_PROXY)
+        mp.setenv(SECRET_ENV, ROOTS["client"])
         watch = deploy_helpers.Watch
-        watches = {"fcf": watch(after_round1=step_clock), "fedgnn": watch(),
-                   "kill": watch(kill="supernode-2")}
+        watches = {"fcf": watch(after_round1=step_clock, probe=_readable),
+                   "fedgnn": watch(probe=_readable),
+                   "kill": watch(kill="supernode-2", probe=_readable)}
         jobs = {"fcf": ("fcf", FCF, 0.0), "fedgnn": ("fedgnn", FEDGNN, 0.0),
                 "kill": ("fcf", KILL, 20.0)}
         with cf.ThreadPoolExecutor(len(jobs)) as pool:
@@ -141,6 +210,52 @@ def test_killed_supernode_does_not_stop_the_run(
                              client_secrets=SECRETS)
     assert deploy_helpers.rel_diff(res["final"], expected) <= 1e-12
     deploy_helpers.no_process_left(watch)
+
+
+def test_deployments_behind_a_dead_proxy_finish(runs) -> None:
+    # With http(s)_proxy & co. set, `flwr run` sent its loopback request to the proxy, printed
+    # "submitted run None" and the deployment waited out its timeout.
+    results, watches = runs
+    for name, watch in watches.items():
+        assert watch.probed["proxy"] == dict.fromkeys(PROXY_VARS, DEAD_PROXY), name
+        assert results[name]["status"] == "complete", name
+
+
+def test_no_command_line_or_environment_holds_a_client_secret(runs) -> None:
+    # Every local user reads every command line (`ps`): the roots went there in
+    # `--node-config client-secret="HEX"`.
+    _results, watches = runs
+    for name, nodes, kinds in (("fcf", 3, ["client"]), ("fedgnn", 4, ["client", "third_party"]),
+                               ("kill", 3, ["client"])):
+        seen = watches[name].probed
+        assert seen["supernodes"] == nodes and not seen["unread"], (name, seen)
+        assert seen["processes"] > len(watches[name].dep.procs)  # the whole machine's
+        assert seen["cmdline_leaks"] == [], name
+        # Not in the environment of the SuperLink, SuperExec, ServerApp, nodes, executors.
+        assert seen["environ_read"] >= nodes and seen["environ_leaks"] == [], name
+        # Held in files only their owner reads, in a directory only its owner enters.
+        assert seen["workdir_mode"] == 0o700, name
+        assert sorted({k for _, held in seen["files"].values() for k in held}) == kinds, name
+        assert {mode for mode, _ in seen["files"].values()} == {0o600}, (name, seen["files"])
+        assert not watches[name].dep.workdir.exists()  # removed at the end, with the files
+
+
+def test_a_failed_submission_fails_at_once(ml100k_root, monkeypatch) -> None:
+    # The proxies left in the processes' environment (as before): `flwr run` cannot reach the
+    # SuperLink and reports it as JSON without a run id. The deployment stops there with that
+    # reason, instead of waiting out its timeout for a run that does not exist.
+    deploy_module = importlib.import_module("fedrec.engines.flower.deploy")
+    monkeypatch.setattr(deploy_module, "loopback_env", dict, raising=False)  # (none before)
+    for name in PROXY_VARS:
+        monkeypatch.setenv(name, DEAD_PROXY)
+    t0 = time.monotonic()
+    with pytest.raises(DeployError) as err:
+        deploy("fcf", "ml-100k", data_dir=ml100k_root, overrides=FCF,
+               options=RunOptions.of(DEPLOY, nodes=1, executor="subprocess", timeout=300))
+    reason = str(err.value).splitlines()[-1]
+    assert reason.startswith("--- the deployment failed: flwr run submitted no run: "), reason
+    assert "Connection to the SuperLink is unavailable" in reason
+    assert time.monotonic() - t0 < 300
 
 
 # A real process that binds and listens on the port given as its argument.

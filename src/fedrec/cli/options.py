@@ -12,12 +12,11 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
+from fedrec.federation.secrets import SECRET_ENV
 from fedrec.options import RunOptions, option_field
 
 if TYPE_CHECKING:
     from fedrec.federation.secrets import ClientSecrets
-
-SECRET_ENV = "FEDREC_CLIENT_SECRET"
 
 
 def add_run_option(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:

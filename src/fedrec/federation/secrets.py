@@ -7,9 +7,10 @@ replay the draws and subtract the noise. Instead:
 
 * the **experimenter** holds a root secret (:class:`ClientSecrets`): 32 bytes given to the
   clients' side of a run (``fedrec run --client-secret HEX``; a Flower SuperNode's own
-  ``client-secret`` node config), or fresh OS entropy per run when none is given (the run then
-  says it is not reproducible). It never reaches server-side code: the simulator keeps it in the
-  runtime's private client section, a deployment in the SuperNodes' own node configuration;
+  ``client-secret-file``, an owner-only file its node config names), or fresh OS entropy per run
+  when none is given (the run then says it is not reproducible). It never reaches server-side
+  code: the simulator keeps it in the runtime's private client section, a deployment in the
+  SuperNodes' own files, never on a command line;
 * each party ``p`` gets ``PartySecret(HMAC(root, p))`` (keyed BLAKE2b), reachable only through
   that party's :class:`~fedrec.federation.runtime.PartyContext` and ``init_state``: one party's
   draws never depend on another's, and knowing one party's secret tells nothing of the others';
@@ -40,6 +41,9 @@ import torch
 from fedrec.errors import ConfigError
 
 ROOT_BYTES = 32
+#: The environment variable that may hold the experimenter's root (hex) for ``fedrec run`` and
+#: ``fedrec deploy``; a deployment does not pass it on to its processes.
+SECRET_ENV = "FEDREC_CLIENT_SECRET"
 _MASK63 = (1 << 63) - 1
 
 

@@ -10,9 +10,13 @@ A SuperNode is started with ``--node-config``:
   *co-located* with one of them (below);
 * ``role="third_party"`` (or any other service role of the algorithm): it hosts that party,
   holds no data, and builds the service's logic from the public metadata the server relays;
-* ``client-secret="HEX"`` (optional, any role): the root of its parties' private randomness
-  (:mod:`fedrec.federation.secrets`); without it the node draws fresh OS entropy once. Nodes
-  given the same root draw exactly what the simulator draws with it.
+* ``client-secret-file="PATH"`` (optional, any role): a file only its owner may read (mode
+  0600; one readable by others is refused) holding, in hex, the root of its parties' private
+  randomness (:mod:`fedrec.federation.secrets`); how ``fedrec deploy`` gives it, since a node
+  config on the command line is visible to every local user. ``client-secret="HEX"`` gives the
+  root itself, for a node config that never is on a command line (the simulation's and the
+  in-memory grid's). Without either the node draws fresh OS entropy once. Nodes given the same
+  root draw exactly what the simulator draws with it.
 
 **Co-located parties.** A party declared with a ``host`` (:class:`~fedrec.federation.runtime.
 Party`; FL-MV-DSSM's views, apps on their user's device) runs on the SuperNode that hosts its
@@ -42,7 +46,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,7 +63,7 @@ from fedrec.engines.common import (
     node_meta,
     resolve,
 )
-from fedrec.engines.flower.deploy import SECRET_KEY, decode_config
+from fedrec.engines.flower.deploy import SECRET_FILE_KEY, SECRET_KEY, decode_config
 from fedrec.engines.flower.envelope import HELLO, STYPE, from_content, to_content
 from fedrec.errors import ConfigError, ProtocolError
 from fedrec.federation.message import CLIENT, Message, PartyId
@@ -75,6 +82,28 @@ def node_share(client_ids: Sequence[PartyId], partition_id: int,
         raise ConfigError(f"partition-id {partition_id} is not in [0, {num_partitions})")
     positions = np.array_split(np.arange(len(client_ids)), num_partitions)[partition_id]
     return [client_ids[i] for i in positions.tolist()]
+
+
+def node_secret(node_config: dict[str, Any]) -> ClientSecrets:
+    """The root secret of a node's parties: read from the owner-only file its node config names
+    (``client-secret-file``), else its ``client-secret`` (hex), else fresh entropy (module
+    docstring). A named file that is missing, readable by group or others, or not hex is an
+    error, never fresh entropy: the run would silently draw other secrets."""
+    path = str(node_config.get(SECRET_FILE_KEY, ""))
+    if not path:
+        return ClientSecrets.from_hex(str(node_config.get(SECRET_KEY, "")))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the client secret file {path}: {exc}") from None
+    with os.fdopen(fd) as f:
+        if stat.S_IMODE(os.fstat(f.fileno()).st_mode) & 0o077:
+            raise ConfigError(f"the client secret file {path} is readable by others "
+                              f"(chmod 600 {Path(path).name})")
+        text = f.read().strip()
+    if not text:
+        raise ConfigError(f"the client secret file {path} is empty")
+    return ClientSecrets.from_hex(text)
 
 
 class NodeHost:
@@ -142,10 +171,10 @@ class NodeHost:
             parties = [self.role]
         everyone = parties + [p for p, _ in guests]
         keys = {str(p): wire.PartyKeys() for p in everyone}
-        # The root of this node's parties' private randomness: the node's own configuration
-        # (the experimenter gives it to the clients' side only), else fresh entropy. Never the
-        # run config, which the ServerApp reads.
-        secret = ClientSecrets.from_hex(str(self.nc.get(SECRET_KEY, "")))
+        # The root of this node's parties' private randomness: named by the node's own
+        # configuration (the experimenter gives it to the clients' side only), else fresh
+        # entropy. Never the run config, which the ServerApp reads.
+        secret = node_secret(self.nc)
         self._save_info({"parties": everyone, "guests": guests,
                          "secret": secret.root_bytes().hex(),
                          "private": {p: k.private_bytes().hex() for p, k in keys.items()}})

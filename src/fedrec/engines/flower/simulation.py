@@ -47,7 +47,9 @@ from fedrec.engines.flower.deploy import (
     Deployment,
     app_run_config,
     check_flower_job,
+    loopback_env,
     node_roots,
+    write_private,
 )
 from fedrec.errors import ConfigError
 from fedrec.federation.secrets import ClientSecrets
@@ -179,10 +181,12 @@ def simulate_on_flower(
     }
     spec_file = work / "spec.json"
     roots = node_roots(opts.client_secret or ClientSecrets(), roles)
-    spec_file.write_text(json.dumps({"run_config": run_config, "nodes": nodes, "roles": roles,
-                                     "backend_config": backend_config, "roots": roots}))
-    spec_file.chmod(0o600)
-    env = dict(os.environ)
+    # The roots: in an owner-only file (from its creation on) named on the child's command line,
+    # never on it themselves (every local user reads command lines).
+    write_private(spec_file, json.dumps({"run_config": run_config, "nodes": nodes,
+                                         "roles": roles, "backend_config": backend_config,
+                                         "roots": roots}))
+    env = loopback_env(dict(os.environ))  # Ray's processes talk on loopback only (deploy.py)
     env.update(FLWR_TELEMETRY_ENABLED="0", FLWR_HOME=str(work / "flwr-home"),
                RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                PYTHONUNBUFFERED="1")

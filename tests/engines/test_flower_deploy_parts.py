@@ -1,0 +1,101 @@
+"""Parts of ``fedrec deploy`` checked without a deployment (fast): reading ``flwr run``'s reply,
+the processes' environment behind a proxy, and the SuperNodes' secret files. The deployments
+themselves (``test_flower_deploy.py``) check the same end to end."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from fedrec.engines.flower.deploy import (
+    LOOPBACK,
+    SECRET_FILE_KEY,
+    SECRET_KEY,
+    DeployError,
+    loopback_env,
+    submitted_run_id,
+    write_private,
+)
+from fedrec.engines.flower.node import node_secret
+from fedrec.errors import ConfigError
+from fedrec.federation.secrets import ClientSecrets
+
+# What `flwr run --format json` (flwr 1.42) printed, with status 0, when the SuperLink was behind
+# a dead proxy: pretty-printed JSON without a run id.
+UNREACHABLE = """{
+  "success": false,
+  "error-message": "Using SuperLink: fedrec-local (127.0.0.1:53089)\\n\\nConnection to the \
+SuperLink is unavailable. Please check your network connection and 'address' in the SuperLink \
+connection configuration."
+}
+"""
+SUBMITTED = """{
+  "success": true,
+  "run-id": "4861392203462101862",
+  "federation-id": "",
+  "fab-id": "fedrec/fedrec-deploy"
+}
+"""
+
+
+def test_the_run_id_is_read_from_flwr_runs_reply() -> None:
+    assert submitted_run_id(SUBMITTED) == 4861392203462101862
+    assert submitted_run_id("Loading project configuration...\n" + SUBMITTED) == \
+        4861392203462101862
+
+
+@pytest.mark.parametrize("output", [UNREACHABLE, '{"success": false, "run-id": null}', "",
+                                    "Traceback (most recent call last): ...", "{not json"])
+def test_a_reply_without_a_run_id_is_a_one_line_error(output) -> None:
+    # It printed "submitted run None", and the deployment waited out its whole timeout.
+    with pytest.raises(DeployError) as err:
+        submitted_run_id(output)
+    message = str(err.value)
+    assert message.startswith("flwr run submitted no run: ") and "\n" not in message
+    if output == UNREACHABLE:
+        assert "Connection to the SuperLink is unavailable" in message
+
+
+def test_the_processes_environment_has_no_proxy(monkeypatch) -> None:
+    env = {"PATH": "/bin", "http_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://p:3128",
+           "all_proxy": "socks5://p:1080", "ALL_PROXY": "x", "grpc_proxy": "http://p:1",
+           "Https_Proxy": "x", "ftp_proxy": "x", "no_proxy": "example.org",
+           "no_grpc_proxy": "x", "PROXY_HOME": "kept: not a proxy variable"}
+    out = loopback_env(env)
+    assert out == {"PATH": "/bin", "PROXY_HOME": "kept: not a proxy variable",
+                   "no_proxy": out["no_proxy"], "NO_PROXY": out["no_proxy"]}
+    assert LOOPBACK in out["no_proxy"].split(",") and "localhost" in out["no_proxy"].split(",")
+    assert env["http_proxy"] == "http://127.0.0.1:9"  # the caller's own environment is left
+
+
+def test_a_secret_file_is_the_owners_only(tmp_path) -> None:
+    root = ClientSecrets(bytes(range(32)))
+    old = os.umask(0)  # the most permissive umask: the file is 0600 all the same
+    try:
+        path = write_private(tmp_path / "client.hex", root.root_bytes().hex())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(FileExistsError):  # never written through what someone placed there
+        write_private(path, "00" * 32)
+    assert node_secret({SECRET_FILE_KEY: str(path)}).root_bytes() == root.root_bytes()
+
+
+def test_a_node_refuses_a_secret_file_others_can_read(tmp_path) -> None:
+    path = write_private(tmp_path / "client.hex", "ab" * 32)
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="readable by others"):
+        node_secret({SECRET_FILE_KEY: str(path)})
+    with pytest.raises(ConfigError, match="cannot read"):  # never fresh entropy instead
+        node_secret({SECRET_FILE_KEY: str(tmp_path / "missing.hex")})
+    empty = write_private(tmp_path / "empty.hex", "")
+    with pytest.raises(ConfigError, match="empty"):
+        node_secret({SECRET_FILE_KEY: str(empty)})
+
+
+def test_a_node_config_may_still_hold_the_secret_itself() -> None:
+    # The simulation's and the in-memory grid's node configs, which no command line shows.
+    assert node_secret({SECRET_KEY: "cd" * 32}).root_bytes() == bytes([0xCD] * 32)
+    assert not node_secret({}).given  # none: fresh entropy
