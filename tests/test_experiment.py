@@ -318,6 +318,66 @@ def test_a_refused_resume_names_the_setting_and_keeps_the_finished_result(
     assert json.loads((out / RESULTS_NAME).read_text())["final"] == json.loads(finished)["final"]
 
 
+def test_a_resume_given_another_client_secret_is_refused_before_the_data_is_loaded(
+    data_root: Path, unreadable_root: Path, tmp_path: Path
+) -> None:
+    """Issue 42: the secret was compared only when the trainer's state was restored, after the
+    data was loaded and results.json deleted. The checkpoint's record is compared first now,
+    on data that would fail to load too."""
+    _need(data_root, "ml-100k/u.data")
+    out = tmp_path / "run"
+    fcf = {"rounds": 1, "dim": 4, "clients_per_round": 50}
+
+    def run(root: Path, secret: bytes, **kw):
+        return run_experiment("fcf", "ml-100k", data_dir=root, overrides=fcf, out_dir=out,
+                              options=RunOptions(progress=False,
+                                                 client_secret=ClientSecrets(secret), **kw))
+
+    assert run(data_root, bytes(32)).status == "complete"
+    finished = (out / RESULTS_NAME).read_bytes()
+    checkpoint = (out / CHECKPOINT_NAME).read_bytes()
+    for root in (data_root, unreadable_root):
+        with pytest.raises(FedrecError) as err:
+            run(root, bytes(range(32)), resume=True)
+        assert (out / RESULTS_NAME).read_bytes() == finished
+        assert (out / CHECKPOINT_NAME).read_bytes() == checkpoint
+        assert str(err.value).startswith("--resume refused: the client secret differs from "
+                                         "the checkpoint's")
+        assert "\n" not in str(err.value)
+    # No secret: the resumed run continues with the checkpoint's (nothing to compare).
+    stored = load_checkpoint(out / CHECKPOINT_NAME)
+    check_resume(stored, stored["made_from"], out, secrets=None)
+    check_resume(stored, stored["made_from"], out, secrets=ClientSecrets(bytes(32)))
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_the_finished_result(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new run into a finished directory removed results.json before its first round; one
+    that then failed left neither the old result nor a new one. The old result now goes only
+    when the new run writes its first checkpoint in its place."""
+    _need(data_root, "ml-100k/u.data")
+    from fedrec.algorithms.methods.pmf import PMFTrainer
+
+    out = tmp_path / "run"
+    _pmf(data_root, out)
+    finished = (out / RESULTS_NAME).read_bytes()
+    checkpoint = (out / CHECKPOINT_NAME).read_bytes()
+
+    def boom(self, rnd: int):
+        raise RuntimeError("round 1 failed")
+
+    with monkeypatch.context() as m:
+        m.setattr(PMFTrainer, "train_round", boom)
+        with pytest.raises(RuntimeError, match="round 1 failed"):
+            _pmf(data_root, out, overrides={"lr": 0.5})
+    assert (out / RESULTS_NAME).read_bytes() == finished
+    assert (out / CHECKPOINT_NAME).read_bytes() == checkpoint
+    # Once it has written a checkpoint, nothing stale looks complete beside it.
+    assert _pmf(data_root, out, overrides={"lr": 0.5}, stop_after=1).status == "interrupted"
+    assert not (out / RESULTS_NAME).exists()
+
+
 def test_resume_refuses_another_dataset_of_the_same_shape(
     data_root: Path, tmp_path: Path
 ) -> None:

@@ -5,7 +5,9 @@ round loop inside it is every engine's (:mod:`fedrec.rounds`), and how it runs (
 checkpoints, progress, ...) is a :class:`~fedrec.options.RunOptions`.
 
 The results file (``results.json``) is written once, at the end, with ``"status": "complete"``;
-a run that stops early leaves only its last checkpoint (``checkpoint.pt``, written atomically
+a finished result already in the output directory is removed only when the new run writes its
+first checkpoint (a run refused, or failed before, leaves it as it was); a run that stops early
+leaves only its last checkpoint (``checkpoint.pt``, written atomically
 after every round, or every ``checkpoint_every`` rounds), from which ``resume=True`` continues
 and ends with the same result as an uninterrupted run (all randomness is keyed by (key, round,
 party), see :mod:`fedrec.core.rng`; the clients' keys come from the experimenter's client
@@ -13,15 +15,18 @@ secret, kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 
 The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved
 configuration, dataset name and options, the fingerprint of the loaded data); a resume that
-differs in any of them is refused (:func:`check_resume`) before anything in the output directory
-is touched. Everything that can be checked without the data (the options, the configuration,
-the output directory, the checkpoint's record) is checked before the data is loaded; what needs
-the data (its kind, its number of clients: :func:`check_loaded`) right after, here and in
+differs in any of them, or that is given another client secret than the checkpoint's, is
+refused (:func:`check_resume`) before anything in the output directory is touched. Everything
+that can be checked without the data (the options, the configuration, the output directory,
+the checkpoint's record and client secret) is checked before the data is loaded; what needs
+the data (its kind, its number of clients, what the run would allocate against the memory
+budget: :func:`check_loaded`) right after, before anything is built, here and in
 :func:`fedrec.engines.common.simulate` alike.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 from pathlib import Path
@@ -29,13 +34,21 @@ from typing import Any
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
 from fedrec.config import RunConfig, to_dict, with_new_defaults
+from fedrec.core.memory import WORKING_SET, WORKING_SET_PART, check_fits
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
-from fedrec.data.types import Dataset, GraphDataset, InteractionDataset, RatingDataset
+from fedrec.data.types import (
+    Dataset,
+    GraphDataset,
+    InteractionDataset,
+    RatingDataset,
+    dataset_sizes,
+)
 from fedrec.errors import ConfigError, ResumeRefused
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from fedrec.federation.runtime import seed_everything
+from fedrec.federation.secrets import ClientSecrets
 from fedrec.options import RunOptions
 from fedrec.rounds import RoundCheckpoint, RunResult, reset_peak_rss, run_rounds
 from fedrec.tracking import TensorBoardLog, summary_writer_class
@@ -96,15 +109,18 @@ def made_from(
 
 
 def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | None,
-                 cfg: RunConfig | None = None) -> None:
+                 cfg: RunConfig | None = None, secrets: ClientSecrets | None = None) -> None:
     """Raise :class:`ResumeRefused` naming the first entry of ``record`` (a :func:`made_from`)
     that the checkpoint ``stored`` records differently; entries ``record`` lacks are not
     compared. With ``cfg`` (the run's config), options that the checkpoint's config lacks count
-    as their defaults (:func:`fedrec.config.with_new_defaults`: an option added since)."""
+    as their defaults (:func:`fedrec.config.with_new_defaults`: an option added since). With
+    ``secrets`` (the client secret the resumed run is given), also when it is not the root
+    the checkpoint's run drew from (:func:`check_secret`)."""
     then = stored.get("made_from")
     if not isinstance(then, dict):
         raise ResumeRefused(f"--resume refused: the checkpoint in {out} does not record what its "
                             "run was made from (an older fedrec wrote it); run without --resume")
+    check_secret(stored, secrets)
     for key, now in record.items():
         old = then.get(key, _ABSENT)
         if key == "config" and cfg is not None and isinstance(old, dict):
@@ -125,6 +141,22 @@ def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | Non
             more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
             raise ResumeRefused(f"--resume refused: {name} is {_shown(a)} in the checkpoint, "
                                 f"{_shown(b)} now{more}")
+
+
+def check_secret(stored: dict[str, Any], secrets: ClientSecrets | None) -> None:
+    """Raise :class:`ResumeRefused` when a client secret is given (``secrets.given``) and the
+    checkpoint ``stored`` records another root for its parties (its trainer state's runtime
+    part; a centralized run's checkpoint has none, and needs none). A resumed run given no
+    secret continues with the checkpoint's. Compared in constant time, and never named."""
+    if secrets is None or not secrets.given:
+        return
+    trainer = stored.get("trainer")
+    runtime = trainer.get("runtime") if isinstance(trainer, dict) else None
+    if not isinstance(runtime, dict) or "client_secret" not in runtime:
+        return
+    if not hmac.compare_digest(bytes(runtime["client_secret"]), secrets.root_bytes()):
+        raise ResumeRefused("--resume refused: the client secret differs from the checkpoint's "
+                            "(give the run's own, or none to continue with the checkpoint's)")
 
 
 _ABSENT = object()
@@ -162,11 +194,24 @@ def check_before_loading(spec: AlgorithmSpec, dataset: str) -> None:
         check_kind(spec.name, spec.dataset_kinds, dataset, get_spec(dataset).kind)
 
 
+def check_memory(spec: AlgorithmSpec, cfg: RunConfig, dataset: str, ds: Dataset) -> None:
+    """ConfigError when ``spec``'s estimate of what the run allocates (its
+    :attr:`~fedrec.algorithms.AlgorithmSpec.memory_estimate`, from the configuration and the
+    data's sizes) exceeds the memory budget (:mod:`fedrec.core.memory`); checked before the
+    run builds anything."""
+    if spec.memory_estimate is None:
+        return
+    parts = spec.memory_estimate(cfg, dataset_sizes(ds))
+    check_fits(f"{spec.name} on {dataset}", {**parts, WORKING_SET_PART: WORKING_SET})
+
+
 def check_loaded(spec: AlgorithmSpec, cfg: RunConfig, dataset: str, ds: Dataset) -> None:
-    """What is checked of a run's loaded data, by every engine that loads it: its kind, and
-    that ``clients_per_round`` asks for no more clients than it has."""
+    """What is checked of a run's loaded data, by every engine that loads it: its kind, that
+    ``clients_per_round`` asks for no more clients than it has, and that what the run would
+    allocate fits in the memory budget (:func:`check_memory`)."""
     check_kind(spec.name, spec.dataset_kinds, dataset, dataset_kind(ds))
     check_clients_per_round(cfg, ds)
+    check_memory(spec, cfg, dataset, ds)
 
 
 def run_experiment(
@@ -220,7 +265,8 @@ def run_experiment(
         check_out_dir(out, create=not opts.resume)
         if opts.resume:
             stored = load_checkpoint(out / CHECKPOINT_NAME)
-            check_resume(stored, made_from(algorithm, cfg, dataset, data_options), out, cfg)
+            check_resume(stored, made_from(algorithm, cfg, dataset, data_options), out, cfg,
+                         opts.client_secret)
     ds = load_dataset(Path(dataset) if user_file else dataset, data_dir, download=True,
                       **data_options)
     check_loaded(spec, cfg, dataset, ds)
@@ -237,10 +283,12 @@ def run_experiment(
         result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(data_options))
         checkpoint = None
         if out is not None:
-            # Only now, with every check passed: a refused run leaves a finished result in place.
-            (out / RESULTS_NAME).unlink(missing_ok=True)
+            # A finished result is removed only when this run writes its first checkpoint in
+            # its place (so nothing stale looks complete beside it): a run refused or failed
+            # before that leaves the directory as it was.
             checkpoint = RoundCheckpoint(out / CHECKPOINT_NAME, record, resume_from=stored,
-                                         every=opts.checkpoint_every)
+                                         every=opts.checkpoint_every,
+                                         replaces=(out / RESULTS_NAME,))
         run_rounds(trainer, cfg, result, checkpoint=checkpoint,
                    progress=f"{algorithm}/{dataset}" if opts.progress else None,
                    on_round=log.on_round if log is not None else None,

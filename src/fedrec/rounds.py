@@ -98,6 +98,10 @@ class RoundCheckpoint:
     made_from: dict[str, Any]
     resume_from: dict[str, Any] | None = None
     every: int = RunOptions.checkpoint_every
+    #: Files removed just before the first checkpoint this loop writes (a finished run's
+    #: ``results.json``: from then on the directory holds this run's state, and nothing stale
+    #: may look complete beside it); untouched by a loop that fails, or writes none, before.
+    replaces: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         check_checkpoint_every(self.every)
@@ -157,6 +161,9 @@ def run_rounds(
         row["time_s"] = time.perf_counter() - t_round
         result.history.append(row)
         if checkpoint is not None and checkpoint.due(cfg, rnd):
+            for stale in checkpoint.replaces:
+                stale.unlink(missing_ok=True)
+            checkpoint.replaces = ()
             save_checkpoint(checkpoint.path, {
                 "made_from": checkpoint.made_from, "round": rnd,
                 "trainer": trainer.state_dict(), "history": result.history,

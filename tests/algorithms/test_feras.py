@@ -5,22 +5,29 @@ other host's uploads before the first exchange, and bad input is a one-line Conf
 from __future__ import annotations
 
 import dataclasses
+import gc
+import re
+import tracemalloc
 
 import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms import resolve_config
+from fedrec.algorithms import get_algorithm, resolve_config
 from fedrec.algorithms.base import FederatedTrainer, evaluate_splits
 from fedrec.algorithms.methods.feras import build_feras_job, host_id
 from fedrec.algorithms.methods.feras import model as feras_model
+from fedrec.algorithms.methods.feras.memory import HOST_OVERHEAD, feras_memory
 from fedrec.algorithms.methods.feras.steps import AVERAGE_EMBEDDINGS, EMBED
-from fedrec.data import assign_private_nodes
+from fedrec.data import assign_private_nodes, feras_host_views
+from fedrec.data.types import dataset_sizes
 from fedrec.errors import ConfigError
+from fedrec.experiment import check_loaded, run_experiment
 from fedrec.federation import encode
 from fedrec.federation.message import AGGREGATOR, Message
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.models import gcn
+from fedrec.options import RunOptions
 
 CPU = torch.device("cpu")
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -280,3 +287,66 @@ def test_bad_input_is_a_one_line_config_error(overrides: dict, message: str) -> 
 def test_a_rating_dataset_is_refused(ml100k) -> None:
     with pytest.raises(ConfigError, match="needs a graph dataset"):
         build_feras_job(resolve_config("feras", "cora"), ml100k, CPU)
+
+
+# -- issue 42: what a configuration allocates is bounded before anything is built -------------
+
+def test_many_hosts_over_the_memory_budget_are_refused_before_anything_is_built(
+        cora, data_root, tmp_path, monkeypatch) -> None:
+    """5000 hosts on Cora grew to 22 GB until the OOM killer ended them, without a word: the
+    run is now refused with one line naming the estimate and the budget, before a host's
+    view is built (the views' builder fails this test if it is reached)."""
+    import fedrec.algorithms.methods.feras as feras_package
+
+    def built(*args, **kwargs):
+        raise AssertionError("the host views were built")
+
+    monkeypatch.setattr(feras_package, "feras_host_views", built)
+    monkeypatch.setenv("FEDREC_MEMORY_BUDGET_MIB", "256")
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError) as err:
+        run_experiment("feras", "cora", data_dir=data_root, out_dir=out,
+                       overrides={"num_hosts": 5000}, options=RunOptions(progress=False))
+    message = str(err.value)
+    assert "\n" not in message
+    assert re.fullmatch(
+        r"feras on cora would need about [\d.]+ GiB of memory \(estimate; the largest part, "
+        r"5000 hosts' [^:]+: [\d.]+ GiB\), more than the budget of 256\.0 MiB "
+        r"\(\$FEDREC_MEMORY_BUDGET_MIB\); FEDREC_MEMORY_BUDGET_MIB sets another budget",
+        message), message
+    assert list(out.iterdir()) == []
+    # The same budget takes the packaged setting (4 hosts), and a larger one 5000 hosts.
+    spec = get_algorithm("feras")
+    check_loaded(spec, resolve_config("feras", "cora"), "cora", cora)
+    monkeypatch.setenv("FEDREC_MEMORY_BUDGET_MIB", str(1 << 20))
+    check_loaded(spec, resolve_config("feras", "cora", overrides={"num_hosts": 5000}), "cora",
+                 cora)
+
+
+def test_the_memory_estimate_grows_by_what_a_host_holds(cora) -> None:
+    """Per extra host: its weights and Adam moments, its weights and table entries at the AS,
+    its evaluation uploads; not a copy of the public rows (7.4 MiB on Cora). The view part
+    does not grow with the hosts, and matches what building the views allocates."""
+    sizes = dataset_sizes(cora)
+
+    def total(**overrides) -> int:
+        return sum(feras_memory(resolve_config("feras", "cora", overrides=overrides),
+                                sizes).values())
+
+    per_host = (total(num_hosts=1004) - total(num_hosts=4)) / 1000
+    public_rows = cora.x[assign_private_nodes(cora.num_nodes, 4, 0.5) == -1].nbytes
+    assert 0.5 * 2**20 < per_host < 2.5 * 2**20 < public_rows / 2, per_host
+    assert (total(num_hosts=1004, hidden=128) - total(num_hosts=4, hidden=128)) / 1000 > (
+        5 * per_host)  # the weights and embeddings grow with the width
+    # The synchronous schedule holds every host's first layer between embed and train.
+    assert total(num_hosts=100, schedule="synchronous") > total(num_hosts=100)
+    parts = feras_memory(resolve_config("feras", "cora", overrides={"num_hosts": 200}), sizes)
+    rows = parts["the host views' rows (public ones once)"]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        views = feras_host_views(cora, 200, 0.5)
+        traced = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(views) == 200 and traced < rows + 200 * HOST_OVERHEAD, (traced, rows)

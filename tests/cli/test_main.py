@@ -282,3 +282,63 @@ def test_default_threads_leave_room_for_another_process() -> None:
     from fedrec.cli.main import default_threads
 
     assert [default_threads(c) for c in (1, 2, 3, 16)] == [1, 1, 1, 8]
+
+
+# -- issue 42: a refused run touches nothing; a run that cannot fit is refused -----------------
+
+SECRET_A, SECRET_B = "a1" * 32, "b2" * 32
+FCF_RUN = ("run", "fcf", "--dataset", "ml-100k", "--set", "rounds=1", "--set", "dim=4",
+           "--quiet", "--threads", "1")
+
+
+def test_a_resume_with_another_client_secret_is_refused_before_anything_is_touched(
+        ml100k_root: Path, corrupt_root: Path, tmp_path: Path, monkeypatch) -> None:
+    """It was refused only once the data was loaded and the trainer's state restored, after
+    results.json had been deleted (the README promised the opposite)."""
+    monkeypatch.delenv("FEDREC_CLIENT_SECRET", raising=False)
+    out = tmp_path / "run"
+    first = fedrec(*FCF_RUN, "--out", str(out), "--client-secret", SECRET_A,
+                   data_root=ml100k_root)
+    assert first.returncode == 0, first.stderr
+    finished = (out / "results.json").read_bytes()
+    checkpoint = (out / "checkpoint.pt").read_bytes()
+    # On data that fails to load too: the secret is compared before the data is loaded.
+    for root in (ml100k_root, corrupt_root):
+        res = fedrec(*FCF_RUN, "--out", str(out), "--resume", "--client-secret", SECRET_B,
+                     data_root=root)
+        assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "results.json"]
+        assert (out / "results.json").read_bytes() == finished
+        assert (out / "checkpoint.pt").read_bytes() == checkpoint
+        assert_clean_error(res, "--resume refused: the client secret differs from the "
+                                "checkpoint's")
+    # The run's own secret resumes (nothing is left to train) to the same result.
+    again = fedrec(*FCF_RUN, "--out", str(out), "--resume", "--client-secret", SECRET_A,
+                   data_root=ml100k_root)
+    assert again.returncode == 0, again.stderr
+    assert (json.loads((out / "results.json").read_text())["final"]
+            == json.loads(finished)["final"])
+
+
+def test_a_graph_run_that_cannot_fit_in_the_memory_budget_is_one_line_and_exit_2(
+        data_root: Path, tmp_path: Path, monkeypatch) -> None:
+    """Feras with many hosts on Cora: refused before anything is built, with the estimate and
+    the budget (300 hosts here, under a 256 MiB budget: without the check they took 2.2 GB to
+    build, and 5000 grew to 22 GB until the OOM killer ended them)."""
+    if not (data_root / "planetoid/ind.cora.graph").is_file():
+        pytest.skip("staged cora not available")
+    monkeypatch.setenv("FEDREC_MEMORY_BUDGET_MIB", "256")
+    out = tmp_path / "feras"
+    res = fedrec("run", "feras", "--dataset", "cora", "--set", "num_hosts=300", "--set",
+                 "rounds=1", "--set", "iterations_per_round=1", "--set", "presample=5",
+                 "--out", str(out), "--quiet", "--threads", "1", data_root=data_root,
+                 timeout=120)
+    line = assert_clean_error(res, "fedrec: error: feras on cora would need about ",
+                              "300 hosts'", "more than the budget of 256.0 MiB",
+                              "$FEDREC_MEMORY_BUDGET_MIB")
+    assert " MiB of memory (estimate; " in line or " GiB of memory (estimate; " in line
+    assert list(out.iterdir()) == []
+    monkeypatch.setenv("FEDREC_MEMORY_BUDGET_MIB", "lots")
+    res = fedrec("run", "feras", "--dataset", "cora", "--set", "rounds=1", "--quiet",
+                 data_root=data_root, timeout=120)
+    assert_clean_error(res, "FEDREC_MEMORY_BUDGET_MIB must be a positive number of MiB, "
+                            "got 'lots'")

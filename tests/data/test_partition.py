@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +120,42 @@ def test_graph_partition_on_cora(data_root: Path, need) -> None:
         + int(hosts[0].train_mask[hosts[0].is_public].sum())
         == 140
     )
+
+
+def test_graph_hosts_share_the_public_rows_and_own_their_private_ones(
+        data_root: Path, need) -> None:
+    """Issue 42: each host held its own copy of every public node's features (7.4 MiB a host
+    on Cora at public_fraction 0.5). The public features and labels are now one read-only copy
+    every host references; a host owns only its private rows, which no other host's partition
+    reaches, and building 200 hosts costs far less than 200 copies of the public rows."""
+    need(data_root / "planetoid", "ind.cora.x", "ind.cora.allx", "ind.cora.graph")
+    g = load_dataset("cora", data_root)
+    hosts = partition_graph(g, 6, public_fraction=0.5, seed=0)
+    public_bytes = hosts[0].x[hosts[0].is_public].nbytes
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        many = partition_graph(g, 200, public_fraction=0.5, seed=0)
+        per_host = (tracemalloc.get_traced_memory()[0] - before - public_bytes) / 200
+    finally:
+        tracemalloc.stop()
+    assert len(many) == 200 and per_host < public_bytes / 20, (per_host, public_bytes)
+    arrays = [f.name for f in dataclasses.fields(hosts[0])
+              if isinstance(getattr(hosts[0], f.name), np.ndarray)]
+    shared = ["x_public", "y_public"]
+    for h in hosts:
+        assert all(getattr(h, f) is getattr(hosts[0], f) for f in shared)
+        assert np.array_equal(h.x, g.x[h.node_ids]) and np.array_equal(h.y, g.y[h.node_ids])
+        for f in arrays:
+            a = getattr(h, f)
+            assert a.base is None and not a.flags.writeable, f
+            assert not np.shares_memory(a, g.x) and not np.shares_memory(a, g.y)
+        for other in hosts:
+            if other is not h:
+                for f in set(arrays) - set(shared):
+                    assert not any(np.shares_memory(getattr(h, f), getattr(other, o))
+                                   for o in arrays), f
 
 
 def test_bad_graph_arguments() -> None:

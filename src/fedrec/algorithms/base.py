@@ -270,6 +270,14 @@ class AlgorithmSpec:
     #: How the conformance suite checks a federated method (:mod:`fedrec.algorithms.contract`):
     #: its slice, settings, tolerances and declared exemptions.
     contract: Contract = field(default_factory=Contract)
+    #: What an in-process run of a configuration allocates beyond the loaded dataset, in bytes
+    #: by part (``{"5000 hosts' weights and Adam moments": ..., ...}``), estimated from the
+    #: configuration and the dataset's sizes alone (:func:`fedrec.data.types.dataset_sizes`:
+    #: its public metadata, and a graph's edge count), before anything is built. ``fedrec run``
+    #: and the simulator refuse a run whose estimate exceeds the memory budget
+    #: (:func:`fedrec.core.memory.check_fits`, from :func:`fedrec.experiment.check_loaded`).
+    #: None: not estimated, never refused.
+    memory_estimate: Callable[[RunConfig, dict[str, Any]], dict[str, int]] | None = None
 
     def __post_init__(self) -> None:
         if (self.build is None) == (self.build_job is None):

@@ -2,7 +2,10 @@
 
 Privacy boundary: a :class:`ClientData` holds copies of exactly one user's rows (no views into
 the full arrays, so no other user's data is reachable from it), and a :class:`HostPartition`
-holds only its own nodes, their features/labels and the edges among them.
+holds only its own nodes, their features/labels and the edges among them. The public nodes'
+features and labels, which every host holds, are one read-only copy that every host's
+partition references (``N`` hosts do not hold ``N`` copies of them); a host's private nodes'
+rows are its own copy.
 """
 
 from __future__ import annotations
@@ -115,12 +118,19 @@ def partition_by_user(
 class HostPartition:
     """One graph host's share. ``node_ids`` are global ids (sorted); everything else is indexed
     locally (``0..len(node_ids)-1``). ``is_public[k]`` marks node ``k`` as public (held by every
-    host) rather than private to this host."""
+    host) rather than private to this host.
+
+    The features and labels are held in two parts: ``x_public``/``y_public``, the public nodes'
+    rows in id order, the same read-only arrays in every host's partition, and
+    ``x_private``/``y_private``, this host's private nodes' rows in id order, its own copy.
+    :attr:`x` and :attr:`y` put them together in local order (a new array on each access)."""
 
     host: int
     node_ids: np.ndarray
-    x: np.ndarray
-    y: np.ndarray
+    x_public: np.ndarray
+    y_public: np.ndarray
+    x_private: np.ndarray
+    y_private: np.ndarray
     edge_index: np.ndarray
     train_mask: np.ndarray
     val_mask: np.ndarray
@@ -132,6 +142,22 @@ class HostPartition:
     @property
     def num_nodes(self) -> int:
         return len(self.node_ids)
+
+    def _local(self, public: np.ndarray, private: np.ndarray) -> np.ndarray:
+        out = np.empty((self.num_nodes, *public.shape[1:]), dtype=public.dtype)
+        out[self.is_public] = public
+        out[~self.is_public] = private
+        return out
+
+    @property
+    def x(self) -> np.ndarray:
+        """``(num_nodes, F)`` features in local order."""
+        return self._local(self.x_public, self.x_private)
+
+    @property
+    def y(self) -> np.ndarray:
+        """Labels in local order."""
+        return self._local(self.y_public, self.y_private)
 
 
 def assign_nodes(
@@ -160,7 +186,8 @@ def partition_graph(
     """Split ``g`` among ``num_hosts`` hosts with shared public nodes (Feras-style setting).
 
     Choice made here: a random ``public_fraction`` of the nodes is public and is given to *every*
-    host (features, labels and masks included); every other node is private to exactly one host,
+    host (features, labels and masks included; the features and labels as one read-only copy
+    that every host's partition references); every other node is private to exactly one host,
     chosen uniformly at random (seeded, balanced; see :func:`assign_nodes`). A host gets the
     subgraph induced by its private plus the public nodes, so edges between private nodes of
     different hosts are dropped, while private-public and public-public edges appear in every
@@ -169,11 +196,18 @@ def partition_graph(
     n = g.num_nodes
     owner = assign_nodes(n, num_hosts, public_fraction, seed)
     public = owner == -1
+    shared = np.flatnonzero(public)
+    x_public, y_public = _own(g.x[shared]), _own(g.y[shared])  # once, for every host
     src, dst = g.edge_index
     hosts = []
     local = np.empty(n, dtype=np.int64)
+    # Every host's private nodes, in id order, by one stable sort (not a pass per host).
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(num_hosts + 1))
     for h in range(num_hosts):
-        mine = public | (owner == h)
+        own = order[bounds[h]:bounds[h + 1]]
+        mine = public.copy()
+        mine[own] = True
         nodes = np.flatnonzero(mine)
         local[nodes] = np.arange(len(nodes))
         keep = mine[src] & mine[dst]
@@ -181,8 +215,10 @@ def partition_graph(
             HostPartition(
                 host=h,
                 node_ids=_own(nodes),
-                x=_own(g.x[nodes]),
-                y=_own(g.y[nodes]),
+                x_public=x_public,
+                y_public=y_public,
+                x_private=_own(g.x[own]),
+                y_private=_own(g.y[own]),
                 edge_index=_own(np.stack([local[src[keep]], local[dst[keep]]])),
                 train_mask=_own(g.train_mask[nodes]),
                 val_mask=_own(g.val_mask[nodes]),

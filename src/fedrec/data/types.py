@@ -246,6 +246,16 @@ def public_meta(ds: Dataset) -> dict[str, Any]:
     return ds.public_meta()
 
 
+def dataset_sizes(ds: Dataset) -> dict[str, Any]:
+    """What a memory estimate reads of ``ds`` (:attr:`fedrec.algorithms.AlgorithmSpec.
+    memory_estimate`): its public metadata and, for a graph, ``num_edges`` (the columns of its
+    ``edge_index``). The experimenter's figures, sent to no party."""
+    sizes = public_meta(ds)
+    if isinstance(ds, GraphDataset):
+        sizes["num_edges"] = int(ds.edge_index.shape[1])
+    return sizes
+
+
 def metadata_dataset(meta: dict[str, Any], client_ids: Sequence[Any] = ()) -> Dataset:
     """The metadata-only dataset of ``meta`` (module docstring), of the type ``meta["kind"]``
     names, with placeholder rows for ``client_ids`` where the type needs them."""

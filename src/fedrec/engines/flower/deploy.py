@@ -15,6 +15,11 @@ the app with ``flwr run`` (with ``experimenter_oracle``, the run config names th
 as the ServerApp's experimenter's oracle: see :mod:`fedrec.engines.flower.server`; for an
 algorithm without instruments it is ignored), follows ``progress.jsonl`` (a hook may act
 after each round, e.g. kill a SuperNode), and returns the ServerApp's ``results.json``.
+Everything that can be checked before a process starts (the job, the dataset's kind, the output
+directory) is checked before anything in the output directory is touched; a ``results.json``
+already there is replaced only by this run's, when it completes (the ServerApp writes it
+atomically), so a deployment that fails leaves it as it was (``progress.jsonl``,
+``server.log`` and ``error.txt`` are the last attempt's).
 Telemetry is off (``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh temporary directory
 for every process. At the end every process started -- and every descendant seen (SuperExec,
 ServerApp, ClientApp processes) -- is stopped (SIGTERM, then SIGKILL). A descendant is known by
@@ -67,6 +72,7 @@ from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower import reaper as reaper_script
 from fedrec.engines.flower.reaper import end_processes, is_alive, note_descendants
 from fedrec.errors import ConfigError, FedrecError
+from fedrec.experiment import RESULTS_NAME, check_before_loading, check_out_dir
 from fedrec.federation.dp_sum import check_engine
 from fedrec.federation.secrets import SECRET_ENV, ClientSecrets
 from fedrec.options import RunOptions
@@ -360,6 +366,16 @@ class Deployment:
 RoundHook = Callable[[dict[str, Any], Deployment], None]
 
 
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """Which file ``path`` is now (device, inode, mtime, size), None when there is none: a
+    file replaced by another (written beside it and renamed over it) is another identity."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def check_flower_job(algorithm: str, spec: AlgorithmSpec, cfg: RunConfig) -> None:
     """What a job must be to run on Flower (a deployment or Flower's simulation engine)."""
     if not spec.federated:
@@ -413,13 +429,22 @@ def deploy(
     say = log or (_say if opts.progress else (lambda _m: None))
     spec, cfg = resolve(algorithm, dataset, config_file, overrides)
     check_flower_job(algorithm, spec, cfg)
+    check_before_loading(spec, dataset)
     roles = service_roles(spec, cfg)
     data_root = resolve_data_dir(data_dir)
     bindir = Path(sys.executable).parent
+    given = Path(out_dir).resolve() if out_dir is not None else None
+    if given is not None:
+        check_out_dir(given)
+    # Every check made: from here on the output directory is written to.
     work = Path(tempfile.mkdtemp(prefix="fedrec-deploy-"))
-    out = Path(out_dir).resolve() if out_dir is not None else work / "out"
+    out = given if given is not None else work / "out"
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("results.json", "progress.jsonl", "error.txt", "server.log"):
+    # A finished result there stays until this run's replaces it (the ServerApp writes it
+    # atomically, at the end): a deployment that fails leaves it as it was. This run's is the
+    # results file that is not that one.
+    old_result = _identity(out / RESULTS_NAME)
+    for name in ("progress.jsonl", "error.txt", "server.log"):  # the last attempt's logs
         (out / name).unlink(missing_ok=True)
     home = work / "flwr-home"
     home.mkdir()
@@ -498,7 +523,8 @@ def deploy(
             dep.track()
             if (out / "error.txt").is_file():
                 raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
-            if dep.serverapp_gone() and not (out / "results.json").is_file():
+            finished = _identity(out / RESULTS_NAME) not in (None, old_result)
+            if dep.serverapp_gone() and not finished:
                 gone_since = gone_since or time.monotonic()
                 if time.monotonic() - gone_since > 3 and not (out / "error.txt").is_file():
                     try:
@@ -528,8 +554,8 @@ def deploy(
                     if on_round is not None:
                         on_round(row, dep)
                 seen_rounds = len(rows)
-            if (out / "results.json").is_file():
-                result = json.loads((out / "results.json").read_text())
+            if finished:
+                result = json.loads((out / RESULTS_NAME).read_text())
                 break
             if link.popen.poll() is not None:
                 raise DeployError("flower-superlink exited during the run")

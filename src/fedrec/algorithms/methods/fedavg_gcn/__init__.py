@@ -21,6 +21,7 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedavg_gcn.client import GCNHost, host_id
 from fedrec.algorithms.methods.fedavg_gcn.config import FedAvgGCNConfig
+from fedrec.algorithms.methods.fedavg_gcn.memory import fedavg_gcn_memory
 from fedrec.algorithms.methods.fedavg_gcn.server import FedAvgGCNServer
 from fedrec.data import GraphDataset, partition_graph
 from fedrec.data.types import Dataset, is_metadata_only
@@ -53,8 +54,9 @@ SPEC = AlgorithmSpec(
     config_cls=FedAvgGCNConfig,
     dataset_kinds=("graph",),
     build_job=build_fedavg_gcn_job,
+    memory_estimate=fedavg_gcn_memory,
     contract=Contract(dataset="cora", max_users=None,
                         settings={"num_hosts": 4, "local_epochs": 2}),
 )
 
-__all__ = ["SPEC", "FedAvgGCNConfig", "build_fedavg_gcn_job"]
+__all__ = ["SPEC", "FedAvgGCNConfig", "build_fedavg_gcn_job", "fedavg_gcn_memory"]

@@ -61,6 +61,7 @@ from fedrec.algorithms.gcn_common import require_graph
 from fedrec.algorithms.methods.feras.aggregator import FerasAggregator
 from fedrec.algorithms.methods.feras.config import SCHEDULES, FerasConfig
 from fedrec.algorithms.methods.feras.host import NAME, FerasHost, host_id
+from fedrec.algorithms.methods.feras.memory import feras_memory
 from fedrec.algorithms.methods.feras.server import FerasServer
 from fedrec.attacks.attribute_inference import AttributeInferenceAttack
 from fedrec.data import assign_private_nodes, feras_host_views
@@ -113,6 +114,7 @@ SPEC = AlgorithmSpec(
     dataset_kinds=("graph",),
     build_job=build_feras_job,
     instruments=feras_instruments,
+    memory_estimate=feras_memory,
     contract=Contract(
         dataset="cora", max_users=None,
         settings={"num_hosts": 4, "hidden": 16, "iterations_per_round": 2, "weight_every": 2,
@@ -122,4 +124,4 @@ SPEC = AlgorithmSpec(
 )
 
 __all__ = ["SCHEDULES", "SPEC", "FerasAggregator", "FerasConfig", "FerasHost", "FerasServer",
-           "build_feras_job", "feras_instruments", "host_id"]
+           "build_feras_job", "feras_instruments", "feras_memory", "host_id"]

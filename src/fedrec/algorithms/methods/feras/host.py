@@ -267,7 +267,7 @@ class FerasHost(PartyLogic):
         z = model.rest(params, adj, h1, self.cfg.feature_dropout, first.generator)
         local = torch.from_numpy(np.flatnonzero(view.mask("train", nodes.numpy())))
         labels = torch.from_numpy(np.asarray(view.labels(nodes[local].numpy()), np.int64))
-        n_train = int(view.train_mask_visible.sum())
+        n_train = view.num_train
         losses = gcn.node_losses(z[local], labels, view.multilabel)
         if len(local):
             weight = 1.0 / (n_train * topo.node_prob[nodes[local]])
