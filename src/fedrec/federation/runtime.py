@@ -26,8 +26,8 @@ alike for every algorithm).
 The :class:`InProcessRuntime` may hand a whole cohort of clients to
 :meth:`PartyLogic.handle_cohort` in one vectorised call; the contract is that each client's
 outgoing payload depends only on its own data, state and ``ctx`` randomness
-(checked for every method by the conformance suite, ``tests/conformance``). Engines for real deployments
-(Flower) implement the same :class:`Runtime` interface over the network.
+(checked for every method by the conformance suite, ``tests/conformance``). Engines for
+real deployments (Flower) implement the same :class:`Runtime` interface over the network.
 """
 
 from __future__ import annotations
