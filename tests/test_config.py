@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,12 @@ import pytest
 import yaml
 
 from fedrec import config
-from fedrec.algorithms import ALGORITHMS, config_show_text, resolve_config
+from fedrec.algorithms import (
+    ALGORITHMS,
+    config_show_text,
+    resolve_config,
+    resolve_config_sources,
+)
 from fedrec.algorithms.methods.central_ranking import CentralRankingConfig
 from fedrec.algorithms.methods.fcf import FCFConfig
 from fedrec.algorithms.methods.pmf import PMFConfig
@@ -26,11 +32,6 @@ from fedrec.config import (
 )
 from fedrec.data.catalog import SPECS
 from fedrec.errors import ConfigError
-
-
-def _packaged(algorithm: str) -> dict:
-    """``fedrec config show ALGORITHM`` read as YAML."""
-    return yaml.safe_load(config_show_text(algorithm))
 
 
 def _sections(algorithm: str) -> dict[str, dict[str, Any]]:
@@ -85,20 +86,36 @@ def test_config_show_lists_every_option_with_its_default_and_doc(algorithm: str)
     text = config_show_text(algorithm)
     data = yaml.safe_load(text)
     names = [f.name for f in dataclasses.fields(cls)]
-    assert list(data) == ([*names, "datasets"] if _sections(algorithm) else names)
+    assert list(data) == names  # no datasets: section that would override an edited value
     for name in names:
         doc = option_doc(cls, name)
         assert doc, name
         assert f"  # {doc}\n" in text, name
-    assert text.endswith(packaged_sections_text(algorithm))  # the sections, verbatim
+    # The packaged sections follow, verbatim but commented out: there to read, not applied.
+    packaged = packaged_sections_text(algorithm)
+    commented = "".join(f"# {line}".rstrip() + "\n" for line in packaged.splitlines())
+    assert text.endswith(commented)
+    assert ("datasets:" in text) == bool(_sections(algorithm))
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_config_show_reads_back_as_the_same_config(algorithm: str, tmp_path: Path) -> None:
     cls = ALGORITHMS[algorithm].config_cls
+    sections = _sections(algorithm)
     shown = tmp_path / f"{algorithm}.yaml"
     shown.write_text(config_show_text(algorithm))
-    for dataset in (None, "ml-100k", *_sections(algorithm)):
+    # `config show NAME`: the defaults, on every dataset (a packaged section no longer applies
+    # over a file that sets every option)...
+    for dataset in (None, "ml-100k", *sections):
+        assert _typed(build_config(cls, algorithm, dataset, shown)) == _typed(cls()), dataset
+    # ...which is what no file resolves to where there is no packaged section.
+    for dataset in (None, *(name for name in ("ml-100k", "cora") if name not in sections)):
+        assert _typed(build_config(cls, algorithm, dataset, shown)) == _typed(
+            build_config(cls, algorithm, dataset)), dataset
+    # `config show NAME --dataset D`: what no file resolves to on D.
+    for dataset in ("ml-100k", *sections):
+        shown.write_text(config_show_text(algorithm, dataset))
+        assert "datasets" not in yaml.safe_load(shown.read_text())
         assert _typed(build_config(cls, algorithm, dataset, shown)) == _typed(
             build_config(cls, algorithm, dataset)), dataset
 
@@ -109,11 +126,88 @@ def test_an_edited_copy_of_config_show_overrides_the_defaults(tmp_path: Path) ->
     assert "\nlr_user: 0.5 " in text
     edited = tmp_path / "mine.yaml"
     edited.write_text(text.replace("\nlr_user: 0.5 ", "\nlr_user: 2.0 "))
-    for dataset in (None, "ml-100k"):
+    for dataset in (None, "ml-100k", "gowalla"):
         cfg = build_config(FCFConfig, "fcf", dataset, edited)
         assert cfg == dataclasses.replace(FCFConfig(), lr_user=2.0)
-    # The copy's own gowalla section still applies to gowalla (later wins within a file).
-    assert build_config(FCFConfig, "fcf", "gowalla", edited).lr_user == 10.0
+    # On gowalla too: the copy sets every option, and the packaged gowalla section (lr_user 10)
+    # no longer overrides the value the user edited.
+
+
+def _edit_rounds(text: str, rounds: int) -> str:
+    """``text`` with its top-level ``rounds:`` line set to ``rounds``, as a user edits it."""
+    edited, n = re.subn(r"^rounds: \d+", f"rounds: {rounds}", text, flags=re.M)
+    assert n == 1
+    return edited
+
+
+@pytest.mark.parametrize("algorithm, dataset", [("fedgnn", "ml-100k"), ("fcf", "gowalla")])
+@pytest.mark.parametrize("show_dataset", [False, True], ids=["show", "show-dataset"])
+def test_the_readme_edit_of_config_show_is_what_runs(
+        algorithm: str, dataset: str, show_dataset: bool, tmp_path: Path) -> None:
+    # README: `fedrec config show ALGO [--dataset D] > my.yaml`, edit rounds, `fedrec run ALGO
+    # --dataset D --config my.yaml`. The packaged D section sets rounds (FedGNN ML-100K 640,
+    # FCF Gowalla 100): once the shown file carried it as its own datasets: section, which
+    # overrode the edited top-level value.
+    assert "rounds" in _sections(algorithm)[dataset]
+    mine = tmp_path / "my.yaml"
+    shown = config_show_text(algorithm, dataset) if show_dataset else config_show_text(algorithm)
+    mine.write_text(_edit_rounds(shown, 2))
+    cfg = resolve_config(algorithm, dataset, mine)  # what `fedrec run` resolves
+    assert cfg.rounds == 2
+    # Everything else is what the shown file said: the packaged D settings with --dataset D,
+    # the defaults without.
+    base = resolve_config(algorithm, dataset if show_dataset else None)
+    assert cfg == dataclasses.replace(base, rounds=2)
+    sources = resolve_config_sources(algorithm, dataset, mine)
+    assert sources["rounds"] == f"file {mine}"
+    assert set(sources.values()) <= {f"file {mine}"}
+
+
+def test_config_show_dataset_folds_in_the_packaged_section_and_marks_it() -> None:
+    text = config_show_text("fedgnn", "ml-100k")
+    data = yaml.safe_load(text)
+    assert "datasets" not in data
+    section = _sections("fedgnn")["ml-100k"]  # the merge (<<: *tuned) read
+    assert data["rounds"] == 640 and data["lr"] == section["lr"] == 0.2
+    cls = ALGORITHMS["fedgnn"].config_cls
+    for f in dataclasses.fields(cls):
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"{f.name}: "))
+        if data[f.name] != (list(f.default) if isinstance(f.default, tuple) else f.default):
+            assert f.name in section, f.name
+            assert line.endswith(f"# from: packaged ml-100k section, default "
+                                 f"{config._yaml_scalar(f.default)}"), line
+        else:
+            assert "# from:" not in line, line
+    assert "  # from: packaged ml-100k section, default 100\n" in text  # rounds
+    # A dataset without a packaged section: the defaults, nothing marked.
+    plain = config_show_text("fedgnn", "cora")
+    assert "# from:" not in plain and "has no packaged cora section" in plain
+    assert yaml.safe_load(plain) == yaml.safe_load(config_show_text("fedgnn"))
+    with pytest.raises(ConfigError, match="config show --dataset takes a catalogue name, got "
+                                          "'ml100k'"):
+        config_show_text("fedgnn", "ml100k")
+
+
+def test_config_sources_name_the_layer_of_every_option_not_at_its_default(
+        tmp_path: Path) -> None:
+    path = tmp_path / "my.yaml"
+    path.write_text("rounds: 7\ndim: 32\nlr_user: 0.7\n"
+                    "datasets:\n  gowalla: {reg: 0.5, lr_user: 3.0}\n")
+    sources = config.config_sources(FCFConfig, "fcf", "gowalla", path, ["local_steps=2"])
+    assert sources == {
+        "rounds": f"file {path}",
+        "eval_every": "packaged gowalla section",  # 20; the packaged dim 64 the file set back
+        "reg": f"file {path}, gowalla section",
+        "local_steps": "--set",
+        "lr_user": f"file {path}, gowalla section",
+    }
+    assert list(sources) == [f.name for f in dataclasses.fields(FCFConfig) if f.name in sources]
+    assert resolve_config_sources("fcf", "gowalla", path, {"local_steps": 2}) == sources
+    # Nothing but defaults: nothing to say.
+    assert config.config_sources(FCFConfig, "fcf") == {}
+    assert config.config_sources(FCFConfig, "fcf", overrides=["rounds=100"]) == {}  # the default
+    assert resolve_config_sources("pmf", "gowalla") == dict.fromkeys(
+        _sections("pmf")["gowalla"], "packaged gowalla section")
 
 
 def test_defaults_are_what_fedrec_run_used() -> None:
@@ -141,7 +235,7 @@ def test_each_algorithm_resolves_in_its_own_config_class() -> None:
 
 
 def test_per_dataset_section_applies_only_to_that_dataset() -> None:
-    section = _packaged("pmf")["datasets"]["gowalla"]
+    section = _sections("pmf")["gowalla"]
     base = build_config(PMFConfig, "pmf")
     gow = build_config(PMFConfig, "pmf", "gowalla")
     for key, value in section.items():

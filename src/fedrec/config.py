@@ -1,15 +1,39 @@
 """Configurations: a typed dataclass per algorithm, which holds every option's default and doc.
 
-Resolution order (later wins): the defaults of the algorithm's config dataclass (each field an
-:func:`option`: the value ``fedrec run`` uses, and a one-line doc), the ``datasets: {DATASET:
-{...}}`` section for the chosen dataset in the algorithm's packaged YAML
-(``fedrec/configs/NAME.yaml``, which holds nothing else), the user's ``--config FILE`` (any option
-at the top level, and its own ``datasets:`` section), then ``--set key=value`` overrides.
-``fedrec config show NAME`` (:func:`default_config_text`) writes the defaults, each with its doc,
-and the packaged sections as such a file. Unknown keys, a ``datasets:`` section naming a dataset
-fedrec does not know, a key given twice in one mapping, values of the wrong type, out of range or
-not finite (NaN, infinity), and a config file that is not a readable UTF-8 file raise
-:class:`~fedrec.errors.ConfigError` with a one-line message.
+Resolution order (later wins), the layers of :func:`build_config`:
+
+1. ``default``: the defaults of the algorithm's config dataclass (each field an :func:`option`:
+   the value ``fedrec run`` uses, and a one-line doc);
+2. ``packaged D section``: the ``datasets: {D: {...}}`` section for the chosen dataset D in the
+   algorithm's packaged YAML (``fedrec/configs/NAME.yaml``, which holds nothing else): the
+   settings tuned for D;
+3. ``file F``: the top level of the user's ``--config F``;
+4. ``file F, D section``: that file's own ``datasets: {D: {...}}`` section;
+5. ``--set``: ``--set key=value`` overrides (the Python API's ``config=``/``overrides``).
+
+Why the user's top level beats the packaged section: a value a user writes into a file is meant
+to run; a packaged section is a default that happens to depend on the dataset. Were it the other
+way round, ``rounds: 10`` in a file would be ignored on every dataset with a packaged ``rounds``
+(FedGNN on ML-100K ran 640 rounds), and the user could not tell from the file. Why the file's
+own dataset section beats its top level: a user who writes one is being more specific, exactly
+as the packaged sections are over the defaults; and ``--set`` is last because it is the most
+specific and the most recent (one run, typed on the command line).
+
+``fedrec config show NAME`` (:func:`default_config_text`) writes every option with its default
+and doc, and the packaged sections as comments only; ``fedrec config show NAME --dataset D``
+writes every option as it resolves for D (the packaged D section folded into the top level,
+each value it changes marked ``# from: packaged D section``). Either file sets every option at
+the top level, so once edited it is what runs, and on any dataset: no packaged section applies
+over a file that sets every option. :func:`config_sources` says where each option of a resolved
+configuration that is not at its default came from (the layer names above; ``fedrec run``
+records it in ``results.json`` and prints it). A file written by an older ``config show``
+carries the packaged sections as its own ``datasets:`` section, which (layer 4) still beats its
+top level there: delete that section, or write the file anew.
+
+Unknown keys, a ``datasets:`` section naming a dataset fedrec does not know, a key given twice
+in one mapping, values of the wrong type, out of range or not finite (NaN, infinity), and a
+config file that is not a readable UTF-8 file raise :class:`~fedrec.errors.ConfigError` with a
+one-line message.
 """
 
 from __future__ import annotations
@@ -203,22 +227,66 @@ def _yaml_scalar(value: Any) -> str:
 
 
 def default_config_text(cls: type[RunConfig], algorithm: str,
-                        heading: typing.Sequence[str] = ()) -> str:
+                        heading: typing.Sequence[str] = (), dataset: str | None = None) -> str:
     """What ``fedrec config show`` prints (:func:`fedrec.algorithms.config_show_text` gives the
-    algorithm's class and ``heading``): ``heading`` as comments, every option of ``cls`` with
-    its default and doc, then the packaged ``datasets:`` sections verbatim. A valid
-    ``--config`` file that resolves to the same configuration as no file at all."""
-    rows = [(f"{f.name}: {_yaml_scalar(f.default)}", option_doc(cls, f.name))
-            for f in dataclasses.fields(cls)]
+    algorithm's class and ``heading``): ``heading`` as comments, then every option of ``cls``
+    with its doc and its value: the default, or with ``dataset`` (a catalogue name) the value
+    ``fedrec run --dataset DATASET`` resolves, the packaged section for it folded in (each value
+    that is not the default marked ``# from: packaged DATASET section, default X``). The
+    packaged sections follow as comments, for their values and reasons: a file that held them
+    as its own ``datasets:`` section would override its own top level on those datasets, the
+    values a user edits. A valid ``--config`` file that sets every option, so that once edited
+    it is what runs (on any dataset); unedited it resolves to the same configuration as no file
+    for ``dataset`` (without one: for any dataset that has no packaged section)."""
+    if dataset is not None:
+        from fedrec.data.catalog import SPECS
+
+        if dataset not in SPECS:
+            raise ConfigError(f"config show --dataset takes a catalogue name, got {dataset!r} "
+                              f"(known: {', '.join(SPECS)}); a file or folder of your own has "
+                              "no packaged section: its run starts from the defaults")
+    cfg, origin = _resolve(cls, algorithm, dataset)
+    rows = []
+    for f in dataclasses.fields(cls):
+        value, doc = getattr(cfg, f.name), option_doc(cls, f.name)
+        if not _at_default(f, value):
+            default = ("" if f.default is dataclasses.MISSING
+                       else f", default {_yaml_scalar(f.default)}")
+            note = f"from: {origin.get(f.name, DEFAULT)}{default}"
+            doc = f"{doc}  # {note}" if doc else note
+        rows.append((f"{f.name}: {_yaml_scalar(value)}", doc))
     width = min(28, max(len(text) for text, _ in rows))
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    sections = list(_dataset_sections(_packaged_sections(algorithm), f"{algorithm}.yaml"))
+    if dataset is None:
+        intro = [f"# The defaults of {where}",
+                 "# (comments there and in its base classes give the reasons for tuned values)."]
+        if sections:
+            intro += [f"# Packaged settings for {', '.join(sections)} are at the end, commented",
+                      "# out: a run with this file does not use them. For the values of a run on",
+                      f"# one of them: fedrec config show {algorithm} --dataset NAME."]
+    elif dataset in sections:
+        intro = [f"# What `fedrec run {algorithm} --dataset {dataset}` uses: the defaults of",
+                 f"# {where}, with the packaged {dataset} section",
+                 "# applied (the values marked \"from:\"; its reasons are at the end)."]
+    else:
+        intro = [f"# What `fedrec run {algorithm} --dataset {dataset}` uses: the defaults of",
+                 f"# {where} ({algorithm} has no packaged {dataset} section)."]
     lines = [
         *(f"# {line}" for line in heading),
-        f"# The defaults of {cls.__module__}.{cls.__qualname__} (comments there and in its",
-        "# base classes give the reasons for tuned values). Copy this file, edit it, and pass it",
-        "# with --config; or override single keys with --set key=value.",
+        *intro,
+        "# Copy this file, edit it, and pass it with --config; or override single keys with",
+        "# --set key=value. The file sets every option, and a value in a --config file wins",
+        "# over the packaged per-dataset settings: what it says is what runs, on any dataset.",
         *(f"{text:<{width}}  # {doc}" if doc else text for text, doc in rows),
     ]
-    return "\n".join(lines) + "\n" + packaged_sections_text(algorithm)
+    packaged = packaged_sections_text(algorithm)
+    if packaged.strip():
+        lines += ["",
+                  f"# The packaged per-dataset settings (fedrec/configs/{algorithm}.yaml), for",
+                  "# reference only: commented out, they do not apply to a run with this file.",
+                  *(f"# {line}".rstrip() for line in packaged.rstrip("\n").split("\n"))]
+    return "\n".join(lines) + "\n"
 
 
 def _read_config_file(path: Path) -> str:
@@ -257,12 +325,34 @@ def _dataset_sections(data: dict[str, Any], source: str) -> dict[str, dict[str, 
     return sections
 
 
-def _layer(values: dict[str, Any], data: dict[str, Any], dataset: str | None,
-           source: str) -> None:
-    per_dataset = _dataset_sections(data, source)
-    values.update(data)
-    if dataset is not None and dataset in per_dataset:
-        values.update(per_dataset[dataset] or {})
+#: Where an option's value came from (:func:`config_sources`): the dataclass's default, or
+#: ``--set`` (also the Python API's overrides); the other layers name their file and dataset.
+DEFAULT = "default"
+SET = "--set"
+
+
+def _layers(algorithm: str, dataset: str | None, config_file: str | Path | None,
+            overrides: typing.Sequence[str] | dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The layers over the defaults, lowest first (the module docstring), each as (its source,
+    the options it sets)."""
+    layers = []
+    packaged = _dataset_sections(_packaged_sections(algorithm), f"{algorithm}.yaml")
+    if dataset is not None and dataset in packaged:
+        layers.append((f"packaged {dataset} section", packaged[dataset] or {}))
+    if config_file is not None:
+        path = Path(config_file)
+        data = _read_yaml(_read_config_file(path), str(path))
+        own = _dataset_sections(data, str(path))
+        layers.append((f"file {path}", data))
+        if dataset is not None and dataset in own:
+            layers.append((f"file {path}, {dataset} section", own[dataset] or {}))
+    pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
+    layers.append((SET, dict(pairs)))
+    return layers
+
+
+def _at_default(f: dataclasses.Field[Any], value: Any) -> bool:
+    return f.default is not dataclasses.MISSING and value == f.default
 
 
 def parse_override(item: str, flag: str = "--set") -> tuple[str, Any]:
@@ -314,13 +404,38 @@ def build_config(
     """Resolve the configuration of one run of ``algorithm`` with options ``cls`` (see the
     module docstring). ``cls`` must be the algorithm's own class: another's defaults would
     apply silently; :func:`fedrec.algorithms.resolve_config` looks it up."""
+    return _resolve(cls, algorithm, dataset, config_file, overrides)[0]
+
+
+def config_sources(
+    cls: type[RunConfig],
+    algorithm: str,
+    dataset: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: typing.Sequence[str] | dict[str, Any] = (),
+) -> dict[str, str]:
+    """``{option: source}`` for every option of the configuration :func:`build_config` resolves
+    (same arguments) whose value is not its default, in field order: the last layer that set it
+    (``packaged D section``, ``file F``, ``file F, D section``, ``--set``: the module
+    docstring). An option at its default is left out, even where a layer wrote the default."""
+    cfg, origin = _resolve(cls, algorithm, dataset, config_file, overrides)
+    return {f.name: origin.get(f.name, DEFAULT) for f in dataclasses.fields(cfg)
+            if not _at_default(f, getattr(cfg, f.name))}
+
+
+def _resolve(
+    cls: type[C],
+    algorithm: str,
+    dataset: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: typing.Sequence[str] | dict[str, Any] = (),
+) -> tuple[C, dict[str, str]]:
+    """The configuration, and the source of every option some layer set."""
     values: dict[str, Any] = {}
-    _layer(values, _packaged_sections(algorithm), dataset, f"{algorithm}.yaml")
-    if config_file is not None:
-        path = Path(config_file)
-        _layer(values, _read_yaml(_read_config_file(path), str(path)), dataset, str(path))
-    pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
-    values.update(dict(pairs))
+    origin: dict[str, str] = {}
+    for source, layer in _layers(algorithm, dataset, config_file, overrides):
+        values.update(layer)
+        origin.update(dict.fromkeys(layer, source))
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
@@ -333,7 +448,7 @@ def build_config(
     except TypeError as exc:
         raise ConfigError(f"{algorithm}: {exc}") from None
     cfg.validate()
-    return cfg
+    return cfg, origin
 
 
 def to_dict(cfg: RunConfig) -> dict[str, Any]:

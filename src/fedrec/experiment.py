@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
-from fedrec.config import RunConfig, to_dict, with_new_defaults
+from fedrec.config import RunConfig, config_sources, to_dict, with_new_defaults
 from fedrec.core.memory import WORKING_SET, WORKING_SET_PART, check_fits
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
@@ -281,6 +281,8 @@ def run_experiment(
         seed_everything(cfg.seed)
         trainer = spec.trainer(cfg, ds, dev, opts.client_secret)
         result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(data_options))
+        result.config_sources = config_sources(spec.config_cls, algorithm, dataset,
+                                               config_file, overrides)
         checkpoint = None
         if out is not None:
             # A finished result is removed only when this run writes its first checkpoint in

@@ -51,6 +51,7 @@ class RunResult:
     wall_time_s: float = 0.0
     peak_rss_mib: float = 0.0
     status: str = "running"
+    config_sources: dict[str, str] = field(default_factory=dict)  # fedrec.config.config_sources
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +61,7 @@ class RunResult:
             "dataset": self.dataset,
             "dataset_options": self.dataset_options,
             "config": self.config,
+            "config_sources": self.config_sources,
             "seed": self.config.get("seed"),
             "final": self.final,
             "selection": self.selection,

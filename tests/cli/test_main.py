@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -169,6 +170,38 @@ def test_config_show_prints_the_packaged_defaults(runs) -> None:
     assert res.returncode == 0, res.stderr
     assert res.stdout == config_show_text("fcf")
     assert yaml.safe_load(res.stdout)["rounds"] >= 1  # a file a user can copy and edit
+
+
+@pytest.mark.parametrize("show", [("fedgnn",), ("fedgnn", "--dataset", "ml-100k")],
+                         ids=["show", "show-dataset"])
+def test_an_edited_config_show_file_is_what_runs(show: tuple[str, ...], ml100k_root: Path,
+                                                  tmp_path: Path) -> None:
+    # The README's steps: `fedrec config show ... > my.yaml`, edit it, `fedrec run --config`.
+    # FedGNN's packaged ML-100K section sets 640 rounds; the file's edited rounds must win.
+    shown = fedrec("config", "show", *show, data_root=ml100k_root)
+    assert shown.returncode == 0, shown.stderr
+    assert ("rounds: 640 " in shown.stdout) == ("--dataset" in show)
+    text = shown.stdout
+    tiny = {"rounds": 2, "clients_per_round": 16, "dim": 8, "pseudo_items": 10, "neighbours": 5}
+    for key, value in tiny.items():
+        text, n = re.subn(rf"^{key}: \S+", f"{key}: {value}", text, flags=re.M)
+        assert n == 1, key
+    mine, out = tmp_path / "my.yaml", tmp_path / "run"
+    mine.write_text(text)
+    res = fedrec("run", "fedgnn", "--dataset", "ml-100k", "--config", str(mine),
+                 "--set", "seed=3", "--out", str(out), "--quiet", "--threads", "1",
+                 data_root=ml100k_root)
+    assert res.returncode == 0, res.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert data["config"]["rounds"] == 2 and len(data["history"]) == 2
+    sources = data["config_sources"]  # where each option not at its default came from
+    assert {k: sources[k] for k in tiny} == dict.fromkeys(tiny, f"file {mine}")
+    assert sources["seed"] == "--set"
+    assert (sources.get("lr") == f"file {mine}") == ("--dataset" in show)  # packaged 0.2
+    rows = dict(ln.strip().split("  ", 1) for ln in res.stdout.splitlines() if "  " in ln.strip())
+    assert rows["rounds"].strip() == "2"
+    assert rows[f"from file {mine}"].strip().startswith("rounds=2, clients_per_round=16")
+    assert rows["from --set"].strip() == "seed=3"
 
 
 def _status(res: subprocess.CompletedProcess) -> dict[str, str]:

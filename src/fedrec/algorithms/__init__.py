@@ -21,7 +21,7 @@ from typing import Any
 
 from fedrec.algorithms import methods
 from fedrec.algorithms.base import AlgorithmSpec, FederatedJob, ServerLogic, Trainer
-from fedrec.config import RunConfig, build_config, default_config_text
+from fedrec.config import RunConfig, build_config, config_sources, default_config_text
 from fedrec.errors import ConfigError
 
 
@@ -64,11 +64,23 @@ def resolve_config(name: str, dataset: str | None = None, config_file: str | Pat
     return build_config(get_algorithm(name).config_cls, name, dataset, config_file, overrides)
 
 
-def config_show_text(name: str) -> str:
-    """What ``fedrec config show NAME`` prints (:func:`fedrec.config.default_config_text`)."""
+def resolve_config_sources(name: str, dataset: str | None = None,
+                           config_file: str | Path | None = None,
+                           overrides: Sequence[str] | dict[str, Any] = ()) -> dict[str, str]:
+    """Where each option of :func:`resolve_config`'s configuration (same arguments) that is not
+    at its default came from (:func:`fedrec.config.config_sources`)."""
+    return config_sources(get_algorithm(name).config_cls, name, dataset, config_file, overrides)
+
+
+def config_show_text(name: str, dataset: str | None = None) -> str:
+    """What ``fedrec config show NAME [--dataset DATASET]`` prints
+    (:func:`fedrec.config.default_config_text`): a ``--config`` file setting every option, to
+    the defaults or, with ``dataset``, to what a run on it resolves."""
     spec = get_algorithm(name)
-    return default_config_text(spec.config_cls, name, [f"{name}: {spec.summary}", spec.paper])
+    return default_config_text(spec.config_cls, name, [f"{name}: {spec.summary}", spec.paper],
+                               dataset)
 
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "FederatedJob", "ServerLogic", "Trainer",
-           "config_show_text", "get_algorithm", "method_packages", "resolve_config"]
+           "config_show_text", "get_algorithm", "method_packages", "resolve_config",
+           "resolve_config_sources"]

@@ -7,7 +7,7 @@
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
     fedrec algorithms
-    fedrec config show ALGORITHM
+    fedrec config show ALGORITHM [--dataset NAME]
     fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
@@ -113,7 +113,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     from fedrec.algorithms import config_show_text, get_algorithm
 
     get_algorithm(args.algorithm)
-    sys.stdout.write(config_show_text(args.algorithm))
+    sys.stdout.write(config_show_text(args.algorithm, args.dataset))
     return 0
 
 
@@ -235,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     cfg = sub.add_parser("config", help="show an algorithm's default configuration")
     cfg.add_argument("action", choices=["show"])
     cfg.add_argument("algorithm")
+    cfg.add_argument("--dataset", metavar="NAME",
+                     help="write the values a run on this catalogue dataset uses: its packaged "
+                     "settings folded in, each marked with where it came from")
     cfg.set_defaults(func=cmd_config_show)
 
     ds = sub.add_parser("datasets", help="list, describe or verify datasets")

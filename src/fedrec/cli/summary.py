@@ -3,6 +3,7 @@ flags are :mod:`fedrec.cli.options`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,14 @@ def table(rows: Sequence[tuple[str, str]]) -> str:
 
 
 def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The summary ``fedrec run`` and ``fedrec deploy`` print: final metrics, traffic, privacy,
-    wall time. ``result`` is a :class:`~fedrec.rounds.RunResult` or its JSON form."""
+    """The summary ``fedrec run`` and ``fedrec deploy`` print: the options not at their
+    default and where each came from, final metrics, traffic, privacy, wall time. ``result`` is
+    a :class:`~fedrec.rounds.RunResult` or its JSON form."""
     r = result if isinstance(result, Mapping) else vars(result)
     totals = r["communication"].get("totals", {})
     rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),
             ("rounds", str(r["config"]["rounds"]))]
+    rows += config_source_rows(r["config"], r.get("config_sources") or {})
     rows += [(k, f"{v:.4f}" if not float(v).is_integer() else str(int(v)))
              for k, v in r["final"].items() if isinstance(v, int | float)]
     rows += [
@@ -34,6 +37,19 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
     rows += privacy_rows(r.get("privacy") or {})
     rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
     return rows
+
+
+def config_source_rows(config: Mapping[str, Any],
+                       sources: Mapping[str, str]) -> list[tuple[str, str]]:
+    """A row per source of the options not at their default (``results.json``'s
+    ``config_sources``, :func:`fedrec.config.config_sources`): ``from packaged ml-100k
+    section  rounds=640, lr=0.2``, ``from file my.yaml  rounds=2``, ``from --set  dim=8``."""
+    by_source: dict[str, list[str]] = {}
+    for key, source in sources.items():
+        value = config.get(key)
+        shown = value if isinstance(value, str) else json.dumps(value)
+        by_source.setdefault(source, []).append(f"{key}={shown}")
+    return [(f"from {source}", ", ".join(items)) for source, items in by_source.items()]
 
 
 def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
