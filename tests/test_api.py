@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 import fedrec
+import fedrec.api
+from fedrec.cli.main import main
+from fedrec.core.threads import default_threads
 from fedrec.errors import ConfigError
 
 SECRET = "ab" * 32
@@ -48,3 +52,39 @@ def test_engine_and_option_mistakes_are_config_errors(ratings: Path) -> None:
         fedrec.run("pmf", ratings, nodes=3)
     with pytest.raises(ConfigError, match="not a readable results file"):
         fedrec.read_results(ratings.parent / "nowhere")
+
+
+@pytest.fixture
+def threads_seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Torch's thread count inside every run_experiment call that fedrec.run makes."""
+    seen: list[int] = []
+    real = fedrec.api.run_experiment
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fedrec.api, "run_experiment", spy)
+    before = torch.get_num_threads()
+    yield seen
+    torch.set_num_threads(before)
+
+
+def test_run_sets_torch_threads_as_the_cli_does(ratings: Path, tmp_path: Path,
+                                                threads_seen: list[int]) -> None:
+    """fedrec.run left torch at its own default (every core); it now sets what ``fedrec run``
+    sets (half the cores, or ``threads``) for the call, and restores the count it found."""
+    other = default_threads() + 1  # not what either sets by default
+    torch.set_num_threads(other)
+    tiny = {"rounds": 1, "dim": 4}
+    fedrec.run("pmf", ratings, config=tiny, client_secret=SECRET, progress=False)
+    assert torch.get_num_threads() == other  # restored
+    fedrec.run("pmf", ratings, config=tiny, client_secret=SECRET, progress=False, threads=3)
+    assert main(["run", "pmf", "--dataset", str(ratings), "--set", "rounds=1", "--set", "dim=4",
+                 "--client-secret", SECRET, "--quiet"]) == 0
+    assert main(["run", "pmf", "--dataset", str(ratings), "--set", "rounds=1", "--set", "dim=4",
+                 "--client-secret", SECRET, "--quiet", "--threads", "3"]) == 0
+    # The API's default is the CLI's default, and threads=3 is --threads 3.
+    assert threads_seen == [default_threads(), 3, default_threads(), 3]
+    with pytest.raises(ConfigError, match="threads must be >= 1, got 0"):
+        fedrec.run("pmf", ratings, threads=0)

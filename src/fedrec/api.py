@@ -20,6 +20,8 @@
   (``engine="flower"``, what ``fedrec deploy`` calls); a :class:`~fedrec.rounds.RunResult`
   either way. How it runs is a :class:`~fedrec.options.RunOptions` (``fedrec.RunOptions``):
   given whole (``options=``) or as keywords, with the same defaults and checks as the CLI's;
+  torch's threads are set for the call as ``fedrec run`` sets them (``threads=``, default
+  half the cores);
 * :func:`read_results`, :func:`compare`, :func:`plot_curves`: a finished run's results, and
   the comparison of ``fedrec results``.
 
@@ -36,8 +38,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from fedrec.algorithms import resolve_config
 from fedrec.config import RunConfig, to_dict
+from fedrec.core.threads import check_threads, set_threads
 from fedrec.data import load_dataset
 from fedrec.errors import ConfigError
 from fedrec.experiment import RESULTS_NAME, run_experiment
@@ -76,6 +81,7 @@ def run(
     data_dir: str | Path | None = None,
     out: str | Path | None = None,
     options: RunOptions | None = None,
+    threads: int | None = None,
     **run_options: Any,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset`` (a catalogue name or a file) and return its result.
@@ -94,21 +100,33 @@ def run(
     ``pip install 'fedrec[tensorboard]'``); Flower's ``nodes``, ``max_users``, ``timeout``,
     ``call_timeout``, ``straggler_timeout``, ... An unknown name, a value out of range or an
     option of the other engine is a :class:`ConfigError`.
+
+    ``threads``: torch's threads (``torch.set_num_threads``) while the call runs, as
+    ``fedrec run --threads`` sets them (:func:`fedrec.core.threads.set_threads`, the one rule
+    both use); None: half the cores, at least one, on the simulator (``fedrec run``'s default),
+    one on Flower (``fedrec deploy``'s: the work is in the deployment's processes). The count
+    torch had before is restored when the call returns. Below 1 is a :class:`ConfigError`.
     """
+    check_threads(threads)
     opts = RunOptions.of(options, **run_options)
     overrides = _overrides(config)
-    if opts.engine == "simulator":
-        return run_experiment(algorithm, dataset, data_dir=data_dir, config_file=config_file,
-                              overrides=overrides, out_dir=out, dataset_options=dataset_options,
-                              options=opts)
-    if dataset_options:
+    if opts.engine == "flower" and dataset_options:
         raise ConfigError("engine='flower' takes no dataset_options (its nodes load the "
                           "catalogue dataset as it is)")
-    from fedrec.engines.flower.deploy import deploy
+    before = torch.get_num_threads()
+    try:
+        set_threads(threads if threads is not None or opts.engine == "simulator" else 1)
+        if opts.engine == "simulator":
+            return run_experiment(algorithm, dataset, data_dir=data_dir,
+                                  config_file=config_file, overrides=overrides, out_dir=out,
+                                  dataset_options=dataset_options, options=opts)
+        from fedrec.engines.flower.deploy import deploy
 
-    result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir, config_file=config_file,
-                    overrides=overrides, out_dir=out, options=opts)
-    return result_from_json(result)
+        result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir,
+                        config_file=config_file, overrides=overrides, out_dir=out, options=opts)
+        return result_from_json(result)
+    finally:
+        torch.set_num_threads(before)
 
 
 def result_from_json(data: dict[str, Any]) -> RunResult:

@@ -113,6 +113,7 @@ def runs(ml100k_root: Path, corrupt_root: Path, tmp_path_factory: pytest.TempPat
         "config": (("config", "show", "fcf"), ml100k_root),
         "list": (("datasets", "list"), ml100k_root),
         "info": (("datasets", "info", "ml-100k"), ml100k_root),
+        "info-cora": (("datasets", "info", "cora"), ml100k_root),
         "verify": (("datasets", "verify", "ml-100k"), ml100k_root),
         "verify-corrupt": (("datasets", "verify", "ml-100k"), corrupt_root),
         "verify-corrupt-strict": (("datasets", "verify", "ml-100k", "--strict"), corrupt_root),
@@ -215,8 +216,13 @@ def test_datasets_list_info_verify(runs) -> None:
     assert {"ml-100k", "gowalla", "cora"} <= listed
     res = runs[0]["info"]
     assert res.returncode == 0, res.stderr
-    fields = dict(ln.split(None, 1) for ln in res.stdout.splitlines()[1:] if ln.strip())
-    assert res.stdout.splitlines()[0] == "ml-100k"
+    described, options = _info_sections(res.stdout)
+    fields = dict(ln.split(None, 1) for ln in described[1:] if ln.strip())
+    assert described[0] == "ml-100k"
+    # The options `fedrec run --help` points to, each with its documentation.
+    assert list(options) == ["split", "test_fraction", "seed", "source", "val_fraction",
+                             "val_seed"]
+    assert options["split"].startswith("'u1'..'u5' (GroupLens files)")
     assert fields["num_users"].strip() == "943" and fields["num_items"].strip() == "1682"
     # u1's 80,000 training ratings, of which 10% per user (rounded down) are validation.
     assert int(fields["num_train"]) + int(fields["num_valid"]) == 80000
@@ -225,6 +231,24 @@ def test_datasets_list_info_verify(runs) -> None:
     assert res.returncode == 0, res.stderr
     status = _status(res)
     assert status["u.data"] == "ok" and status["u1.test"] == "ok"
+
+
+def _info_sections(stdout: str) -> tuple[list[str], dict[str, str]]:
+    """``fedrec datasets info``'s lines before its options, and the options with their docs."""
+    described, _, rest = stdout.partition("options (--data-opt KEY=VALUE)\n")
+    options = dict(ln.split(None, 1) for ln in rest.splitlines() if ln.strip())
+    return described.splitlines(), options
+
+
+def test_datasets_info_lists_a_graphs_options(runs) -> None:
+    res = runs[0]["info-cora"]
+    if res.returncode == 2 and "ind.cora" in res.stderr:
+        pytest.skip("staged cora not available")
+    assert res.returncode == 0, res.stderr
+    described, options = _info_sections(res.stdout)
+    assert described[0] == "cora" and "num_nodes" in res.stdout
+    assert list(options) == ["split", "seed", "val_fraction", "val_seed"]
+    assert options["split"].startswith("'public' (default: Planetoid's")
 
 
 def test_verify_reports_a_corrupted_file(runs) -> None:
@@ -312,7 +336,7 @@ def test_data_dir_is_accepted_before_and_after_every_subcommand(argv: list[str])
 
 
 def test_default_threads_leave_room_for_another_process() -> None:
-    from fedrec.cli.main import default_threads
+    from fedrec.core.threads import default_threads
 
     assert [default_threads(c) for c in (1, 2, 3, 16)] == [1, 1, 1, 8]
 

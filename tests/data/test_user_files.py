@@ -63,6 +63,78 @@ def test_integer_ids_are_ordered_as_numbers(tmp_path: Path) -> None:
 def test_rating_col_false_reads_a_rated_file_as_implicit(tmp_path: Path) -> None:
     ds = load_dataset(write(tmp_path, RATINGS), rating_col=False, test_fraction=0.0)
     assert isinstance(ds, InteractionDataset)
+    ds = load_dataset(write(tmp_path, RATINGS), implicit=True, test_fraction=0.0)
+    assert isinstance(ds, InteractionDataset)
+
+
+STARS = "user,item,stars\na,x,5\na,y,2\nb,x,4\n"
+STARS_ERROR = ("column 'stars' could be ratings: set --data-opt rating_col=stars, or "
+               "implicit=true to ignore it")
+
+
+def test_a_numeric_column_of_no_role_is_refused_naming_the_option(tmp_path: Path) -> None:
+    """A rating column not called ``rating`` was dropped and the file read as implicit
+    feedback, silently; now it is an error until an option says what the column is."""
+    path = write(tmp_path, STARS)
+    with pytest.raises(DataError) as err:
+        load_dataset(path)
+    assert str(err.value) == f"{path}: {STARS_ERROR}"
+    ds = load_dataset(path, rating_col="stars", test_fraction=0.0, val_fraction=0.0)
+    assert isinstance(ds, RatingDataset) and (ds.rating_min, ds.rating_max) == (2.0, 5.0)
+    assert triples(ds.train) == [(0, 0, 5.0), (0, 1, 2.0), (1, 0, 4.0)]  # the values are kept
+    ds = load_dataset(path, implicit=True, test_fraction=0.0, val_fraction=0.0)
+    assert isinstance(ds, InteractionDataset)
+    assert triples(ds.train) == [(0, 0, 1.0), (0, 1, 1.0), (1, 0, 1.0)]
+
+
+def test_known_headers_in_any_case_and_files_without_ratings(tmp_path: Path) -> None:
+    plain = load_dataset(write(tmp_path, "user,item,rating\na,x,5\nb,x,3\n"), test_fraction=0.0,
+                         val_fraction=0.0)
+    assert isinstance(plain, RatingDataset) and triples(plain.train) == [(0, 0, 5.0),
+                                                                         (1, 0, 3.0)]
+    assert plain.meta["columns"] == {"user_col": "user", "item_col": "item",
+                                     "rating_col": "rating", "timestamp_col": None}
+    movielens = write(tmp_path, "userId,movieId,Rating,Timestamp\n1,10,4,9\n1,11,2,8\n", "m.csv")
+    ds = load_dataset(movielens, test_fraction=0.0, val_fraction=0.0)
+    assert isinstance(ds, RatingDataset) and triples(ds.train) == [(0, 0, 4.0), (0, 1, 2.0)]
+    assert ds.meta["columns"] == {"user_col": "userId", "item_col": "movieId",
+                                  "rating_col": "Rating", "timestamp_col": "Timestamp"}
+    for text in ("user,item\na,x\nb,x\n", "user,item,genre\na,x,drama\nb,x,comedy\n"):
+        ds = load_dataset(write(tmp_path, text), test_fraction=0.0, val_fraction=0.0)
+        assert isinstance(ds, InteractionDataset)  # no numbers beside the ids: implicit
+        assert triples(ds.train) == [(0, 0, 1.0), (1, 0, 1.0)]
+
+
+AMBIGUOUS = {
+    "two rating headers": ("user,item,rating,score\na,x,1,2\n", {},
+                           "columns 'rating' and 'score' could both be ratings: set --data-opt "
+                           "rating_col=NAME"),
+    "no user column": ("who,item\na,x\n", {},
+                       "no column is named as the user column (user, user_id or userid, in any "
+                       "case): set --data-opt user_col=NAME; its columns are 'who', 'item'"),
+    "headerless numbers": ("a,x,3,100\n", {"header": False},
+                           "columns 2 and 3 could be ratings: set --data-opt rating_col=2 (or "
+                           "another of them), or implicit=true to ignore them"),
+    "implicit=false without ratings": ("user,item\na,x\n", {"implicit": False},
+                                       "implicit=false but no rating column is named or found"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AMBIGUOUS))
+def test_columns_are_not_guessed(tmp_path: Path, case: str) -> None:
+    text, options, message = AMBIGUOUS[case]
+    with pytest.raises(DataError) as err:
+        load_dataset(write(tmp_path, text), **options)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_option_settles_what_the_header_leaves_open(tmp_path: Path) -> None:
+    ds = load_dataset(write(tmp_path, "user,item,rating,score\na,x,1,2\n"), rating_col="score",
+                      test_fraction=0.0, val_fraction=0.0)
+    assert triples(ds.train) == [(0, 0, 2.0)]  # 'rating' is then a column of no role
+    ds = load_dataset(write(tmp_path, "a,x,3,100\n"), header=False, rating_col=2,
+                      test_fraction=0.0, val_fraction=0.0)
+    assert triples(ds.train) == [(0, 0, 3.0)]
 
 
 def test_given_rating_bounds_are_checked(tmp_path: Path) -> None:
@@ -170,6 +242,9 @@ BAD_OPTIONS = {
     "duplicates": ({"duplicates": "mean"}, "duplicates must be one of error, last, first"),
     "name without header": ({"header": False, "user_col": "user"},
                             "with header=false: name columns by their 0-based index"),
+    "implicit not a bool": ({"implicit": "yes"}, "implicit must be true or false, got 'yes'"),
+    "implicit and rating_col": ({"implicit": True, "rating_col": "rating"},
+                                "implicit=true ignores ratings, but rating_col='rating'"),
 }
 
 
@@ -215,6 +290,9 @@ def test_cli_runs_a_file_and_writes_its_id_map(tmp_path: Path, capsys) -> None:
     assert main(["datasets", "info", str(path), *flags]) == 0
     out = capsys.readouterr().out
     assert "num_users" in out and "rating" in out and "random per user" in in_line(out, "split")
+    options = out.split("options (--data-opt KEY=VALUE)\n")[1]  # the file options, documented
+    assert in_line(options, "rating_col").split(None, 1)[1].startswith("the rating column")
+    assert "implicit" in options and "val_fraction" in options
     out_dir = tmp_path / "run"
     assert main(["run", "pmf", "--dataset", str(path), *flags, "--set", "rounds=2",
                  "--set", "dim=4", "--out", str(out_dir), "--quiet", "--threads", "1"]) == 0
@@ -237,6 +315,21 @@ def test_cli_bad_file_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     assert err == [f"fedrec: error: {path} line 2: rating 'x' is not a number"]
     assert main(["run", "pmf", "--dataset", str(tmp_path / "none.csv"), "--quiet"]) == 2
     assert capsys.readouterr().err.strip().endswith("none.csv: no such file")
+
+
+def test_cli_refuses_an_unnamed_rating_column_in_one_line(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, STARS)
+    for argv in (["run", "pmf", "--dataset", str(path), "--quiet", "--threads", "1"],
+                 ["datasets", "info", str(path)]):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.err.strip().splitlines() == [f"fedrec: error: {path}: {STARS_ERROR}"]
+    rows = "".join(f"u{u},i{i},{(u + i) % 5 + 1}\n" for u in range(6) for i in range(8))
+    path = write(tmp_path, "user,item,stars\n" + rows)
+    assert main(["datasets", "info", str(path), "--data-opt", "rating_col=stars"]) == 0
+    out = capsys.readouterr().out
+    assert in_line(out, "kind").split() == ["kind", "rating"]
+    assert in_line(out, "rating_range").split(None, 1)[1] == "(1.0, 5.0)"
 
 
 def test_ml100k_u_data_as_a_plain_tsv_equals_the_catalogue(data_root: Path) -> None:

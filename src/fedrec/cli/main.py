@@ -31,6 +31,7 @@ from pathlib import Path
 
 from fedrec.cli.options import add_client_secret_option, add_run_option, run_options_of
 from fedrec.cli.summary import summary_rows, table
+from fedrec.core.threads import check_threads, set_threads
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.reproduce import REPRODUCTIONS
 
@@ -39,7 +40,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fedrec.api import run
     from fedrec.config import parse_options, parse_override
 
-    _set_threads(args.threads)
+    check_threads(args.threads, "--threads")
     result = run(
         args.algorithm,
         args.dataset,
@@ -49,6 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config=dict(parse_override(item) for item in args.set or []),
         out=args.out,
         options=run_options_of(args, "simulator"),
+        threads=args.threads,  # fedrec.run sets them (fedrec.core.threads), as it does for all
     )
     rows = summary_rows(result)
     if args.out:
@@ -65,7 +67,7 @@ GOWALLA_REPRODUCTIONS = ("fedgrec", "ptf-fedrec")  # the reproductions with a --
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from fedrec.reproduce import get_reproduction
 
-    _set_threads(args.threads)
+    set_threads(args.threads, "--threads")
     reproduce = get_reproduction(args.name)
     extra = {}
     if args.gowalla:
@@ -119,7 +121,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     from fedrec.config import parse_options
-    from fedrec.data import dataset_info, list_datasets, verify
+    from fedrec.data import dataset_info, dataset_options, list_datasets, verify
 
     if args.action == "list":
         for spec in list_datasets():
@@ -129,9 +131,12 @@ def cmd_datasets(args: argparse.Namespace) -> int:
             raise FedrecError("datasets info needs a dataset name")
         options = parse_options(args.data_opt, "--data-opt")
         for name in args.names:
+            accepted = dataset_options(name)
             info = dataset_info(name, args.data_dir, **options)
             print(name)
             print(table([(str(k), str(v)) for k, v in info.items()]))
+            print("options (--data-opt KEY=VALUE)")
+            print(table(list(accepted.items())))
     elif args.action == "verify":
         names = args.names or [s.name for s in list_datasets()]
         bad = 0
@@ -144,25 +149,9 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_threads(cores: int | None = None) -> int:
-    """Torch threads when ``--threads`` is not given: half the cores we were given, at least
-    one. Measured on 2 cores (``bench/bench_threads.py``, results/threads.json): a second thread
-    gains 6% on an idle machine but costs 2.7x per round beside one other busy process (OpenMP
-    threads waiting on a core that the other process holds), so a run leaves room for one."""
-    n = len(os.sched_getaffinity(0)) if cores is None else cores
-    return max(1, n // 2)
-
-
-def _set_threads(n: int | None) -> None:
-    if n is not None and n < 1:
-        raise ConfigError(f"--threads must be >= 1, got {n}")
-    import torch
-
-    torch.set_num_threads(n or default_threads())
-
-
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
-    # A process's setting (torch.set_num_threads), not a run's: not a RunOptions field.
+    # A process's setting (torch.set_num_threads), not a run's: not a RunOptions field; the
+    # rule is fedrec.core.threads's, which fedrec.run applies too.
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: half the cores)")
 

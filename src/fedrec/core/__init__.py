@@ -1,4 +1,4 @@
-"""What every layer of fedrec may use: the wire format of a message (:mod:`~fedrec.core.codec`)
-and keyed, order-independent random streams (:mod:`~fedrec.core.rng`). It imports nothing of
-fedrec but :mod:`fedrec.errors` (the layering is written in ``pyproject.toml`` and checked by
-``lint-imports``)."""
+"""What every layer of fedrec may use: the wire format of a message (:mod:`~fedrec.core.codec`),
+keyed, order-independent random streams (:mod:`~fedrec.core.rng`) and torch's thread count for
+a run (:mod:`~fedrec.core.threads`). It imports nothing of fedrec but :mod:`fedrec.errors` (the
+layering is written in ``pyproject.toml`` and checked by ``lint-imports``)."""

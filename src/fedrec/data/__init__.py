@@ -1,6 +1,7 @@
 """Datasets for federated recommendation and federated graph learning.
 
-* :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info` -- by name (registry);
+* :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info`, :func:`dataset_options` --
+  by name (registry);
 * :func:`ensure_files`, :func:`verify` -- fetch and check the files (download);
 * :func:`partition_by_user`, :func:`partition_graph` -- split into per-party pieces (partition);
 * :func:`feras_host_views` -- Feras's hosts: whole topology, visible attributes only (host_view);
@@ -22,6 +23,7 @@ from fedrec.data.partition import (
 from fedrec.data.paths import dataset_dir, default_data_dir, resolve_data_dir
 from fedrec.data.registry import (
     dataset_info,
+    dataset_options,
     describe,
     is_user_file,
     list_datasets,
@@ -53,6 +55,7 @@ __all__ = [
     "assign_private_nodes",
     "dataset_dir",
     "dataset_info",
+    "dataset_options",
     "dataset_type",
     "default_data_dir",
     "describe",

@@ -1,4 +1,5 @@
-"""Dataset names -> loaders: :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info`."""
+"""Dataset names -> loaders: :func:`load_dataset`, :func:`list_datasets`, :func:`dataset_info`,
+:func:`dataset_options`."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from fedrec.data.user_files import FILE_OPTIONS, is_file_name, load_interaction_
 from fedrec.data.user_graph import GRAPH_OPTIONS, is_graph_dir, load_graph_dir
 from fedrec.errors import ConfigError
 
-__all__ = ["DatasetSpec", "dataset_info", "describe", "is_user_file", "list_datasets",
-           "load_dataset"]
+__all__ = ["DatasetSpec", "dataset_info", "dataset_options", "describe", "is_user_file",
+           "list_datasets", "load_dataset"]
 
 PathLike = str | os.PathLike[str]
 
@@ -208,6 +209,19 @@ def describe(ds: Dataset) -> dict[str, object]:
         info["rating_range"] = (ds.rating_min, ds.rating_max)
         info["observed_range"] = (float(values.min()), float(values.max())) if len(values) else None
     return info
+
+
+def dataset_options(name: str | os.PathLike[str]) -> dict[str, str]:
+    """Every option ``load_dataset(name, ...)`` (``--data-opt KEY=VALUE``) takes, with what it
+    does: the catalogue's :attr:`DatasetSpec.options` (a user's file:
+    :data:`~fedrec.data.user_files.FILE_OPTIONS`; a graph folder:
+    :data:`~fedrec.data.user_graph.GRAPH_OPTIONS`), then :data:`COMMON_OPTIONS`. Reads no
+    data; an unknown catalogue name is a :class:`ConfigError`."""
+    if is_file_name(name, SPECS):
+        own = GRAPH_OPTIONS if is_graph_dir(Path(name)) else FILE_OPTIONS
+    else:
+        own = get_spec(str(name)).options
+    return {**own, **COMMON_OPTIONS}
 
 
 def dataset_info(

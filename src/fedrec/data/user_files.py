@@ -5,6 +5,15 @@ user column, an item column and, optionally, a rating column (without one every 
 positive of implicit feedback) and a timestamp column. Options (``--data-opt KEY=VALUE``) name
 the columns and the split; :data:`FILE_OPTIONS` describes each.
 
+* **Columns** are never guessed: a column has a role when an option names it (``user_col``,
+  ``item_col``, ``rating_col``, ``timestamp_col``) or when its header is one of that role's
+  known names (:data:`KNOWN_COLUMNS`, any case: ``userId``, ``movieId``, ``score``, ...);
+  a headerless file's user and item are columns 0 and 1. Two headers of one role, no user or
+  item column, and a file without a rating column that has another numeric column (``stars``:
+  it could be ratings) are one-line errors naming the option that settles it (``rating_col=``,
+  or ``implicit=true`` to read the file as implicit feedback). Columns of text with no role
+  are ignored.
+
 * **Ids** of any type (numbers, text) become dense zero-based ids, in numeric order when every
   id of the column is an integer, else in text order; ``meta["user_ids"][u]`` and
   ``meta["item_ids"][i]`` are the raw ids of dense ``u`` and ``i`` (``fedrec run`` writes them
@@ -46,13 +55,18 @@ FILE_OPTIONS = {
     "(default: from the suffix, .csv comma, .tsv tab)",
     "header": "whether the first line names the columns (default true); without one, "
     "columns are named by their 0-based index",
-    "user_col": "the user column, a name or a 0-based index (default 'user', or 0 without "
-    "a header)",
-    "item_col": "the item column (default 'item', or 1 without a header)",
-    "rating_col": "the rating column (default 'rating' when the header has one; none: "
-    "implicit feedback, every row a positive; false: ignore a 'rating' column)",
-    "timestamp_col": "the timestamp column, numbers or ISO-8601 dates (default 'timestamp' "
-    "when the header has one)",
+    "user_col": "the user column, a name or a 0-based index (default: the column named user, "
+    "user_id or userId, in any case; 0 without a header)",
+    "item_col": "the item column (default: the column named item, item_id, itemId, movie_id or "
+    "movieId, in any case; 1 without a header)",
+    "rating_col": "the rating column (default: the column named rating, score or value, in any "
+    "case; without one, every row is a positive of implicit feedback, but a file with another "
+    "numeric column is an error asking for rating_col or implicit=true; false: as implicit=true)",
+    "implicit": "true: implicit feedback, every row a positive, a rating column and any other "
+    "column ignored; false: the file must have a rating column (default: it has one when one is "
+    "named or found)",
+    "timestamp_col": "the timestamp column, numbers or ISO-8601 dates (default: the column "
+    "named timestamp, time, ts, date or datetime, in any case; false: none)",
     "split": "random (per user, the default), leave_last_out (by timestamp) or given "
     "(test_file)",
     "test_fraction": "random split: each user's test share (default 0.2)",
@@ -64,6 +78,16 @@ FILE_OPTIONS = {
     "rating_max": "highest possible rating (default: the highest in the files)",
     "encoding": "text encoding (default utf-8)",
 }
+#: The header names that give a column its role without an option, compared case-insensitively
+#: (``userId`` is ``userid``); any other column is named by its option (:data:`FILE_OPTIONS`).
+KNOWN_COLUMNS = {
+    "user_col": ("user", "user_id", "userid"),
+    "item_col": ("item", "item_id", "itemid", "movie_id", "movieid"),
+    "rating_col": ("rating", "score", "value"),
+    "timestamp_col": ("timestamp", "time", "ts", "date", "datetime"),
+}
+_ROLE = {"user_col": "the user column", "item_col": "the item column",
+         "rating_col": "ratings", "timestamp_col": "timestamps"}
 SPLITS = ("random", "leave_last_out", "given")
 DUPLICATES = ("error", "last", "first")
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -108,30 +132,111 @@ def _timestamps(table: Table, spec: str | int) -> np.ndarray:
             texts = np.array([str(c).strip() for c in cells])
             return np.array(texts, dtype="datetime64[s]").astype(np.int64).astype(np.float64)
         except ValueError:
-            raise fail(f"{number_error} (nor an ISO-8601 date)") from None
+            raise fail(f"{number_error} (nor an ISO-8601 date; timestamp_col=false reads "
+                       "the file without timestamps)") from None
 
 
-def _columns(table: Table, header: bool, user_col: Any, item_col: Any, rating_col: Any,
-             timestamp_col: Any) -> dict[str, Any]:
-    """The column specs with their defaults (:data:`FILE_OPTIONS`)."""
-    names = table.columns
-    defaults = ({"user_col": "user", "item_col": "item",
-                 "rating_col": "rating" if "rating" in names else None,
-                 "timestamp_col": "timestamp" if "timestamp" in names else None}
-                if header else {"user_col": 0, "item_col": 1, "rating_col": None,
-                                "timestamp_col": None})
-    given = {"user_col": user_col, "item_col": item_col, "rating_col": rating_col,
-             "timestamp_col": timestamp_col}
-    out = {k: defaults[k] if v is None else v for k, v in given.items()}
-    for key in ("rating_col", "timestamp_col"):
-        if out[key] is False:
-            out[key] = None
+def _columns(table: Table, header: bool, implicit: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """Each column role's spec (a header name or a 0-based index; rating and timestamp: None
+    when there is none): the options ``given``, else the header's one known name
+    (:data:`KNOWN_COLUMNS`), else (user, item) columns 0 and 1 of a headerless file. Nothing is
+    guessed: a role two headers could fill, a missing user or item column, and (unless
+    ``implicit``) a numeric column of no role, which could be ratings, are one-line errors
+    naming the option to set."""
+    if implicit is not None and not isinstance(implicit, bool):
+        raise ConfigError(f"implicit must be true or false, got {implicit!r}")
+    if given["rating_col"] is False:  # the older spelling of implicit=true
+        if implicit is False:
+            raise ConfigError("rating_col=false and implicit=false contradict each other")
+        implicit = True
+    elif implicit is True and given["rating_col"] is not None:
+        raise ConfigError(f"implicit=true ignores ratings, but rating_col="
+                          f"{given['rating_col']!r} names a rating column: give one of them")
     if not header:
-        for key, spec in out.items():
+        for key, spec in given.items():
             if isinstance(spec, str):
                 raise ConfigError(f"{key}={spec!r} with header=false: name columns by their "
                                   "0-based index")
-    return out
+    out: dict[str, Any] = {}
+    claimed: set[str] = set()
+    for key, spec in given.items():
+        if spec is None or (spec is False and key in ("rating_col", "timestamp_col")):
+            continue  # false: no such column
+        table.column(spec, key)  # a column that is not there: a DataError naming them
+        claimed.add(list(table.columns)[spec] if isinstance(spec, int) else spec)
+        out[key] = spec
+    for key in KNOWN_COLUMNS:
+        if key in out or given[key] is False or (key == "rating_col" and implicit):
+            out.setdefault(key, None)
+            continue
+        if not header:
+            out[key] = {"user_col": 0, "item_col": 1}.get(key)
+        else:
+            out[key] = _known_column(table, key, claimed)
+        if out[key] is not None:
+            claimed.add(list(table.columns)[out[key]] if isinstance(out[key], int) else out[key])
+    if implicit:
+        out["rating_col"] = None
+    elif out["rating_col"] is None:
+        if implicit is False:
+            raise fail(f"{table.path}: implicit=false but no rating column is named or found "
+                       f"(a header of {_names('rating_col')}); set --data-opt rating_col=NAME")
+        _refuse_unnamed_numbers(table, header, claimed)
+    return {key: out[key] for key in KNOWN_COLUMNS}
+
+
+def _names(key: str) -> str:
+    names = KNOWN_COLUMNS[key]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _known_column(table: Table, key: str, claimed: set[str]) -> str | None:
+    """The one unclaimed header of ``key``'s known names (None: none; two: an error)."""
+    found = [c for c in table.columns
+             if c not in claimed and c.strip().lower() in KNOWN_COLUMNS[key]]
+    option = f"--data-opt {key}=NAME"
+    if len(found) > 1:
+        raise fail(f"{table.path}: columns {' and '.join(map(repr, found))} could both be "
+                   f"{_ROLE[key]}: set {option}")
+    if not found and key in ("user_col", "item_col"):
+        raise fail(f"{table.path}: no column is named as {_ROLE[key]} ({_names(key)}, in any "
+                   f"case): set {option}; its columns are "
+                   f"{', '.join(map(repr, table.columns))}")
+    return found[0] if found else None
+
+
+def _refuse_unnamed_numbers(table: Table, header: bool, claimed: set[str]) -> None:
+    """A DataError when a column of no role holds numbers only: it could be ratings."""
+    numeric = [c for c in table.columns if c not in claimed and _is_numeric(table.columns[c])]
+    if not numeric:
+        return
+    spec = numeric[0]
+    names = " and ".join((repr(c) if header else c) for c in numeric)
+    these = "it" if len(numeric) == 1 else "them"
+    raise fail(f"{table.path}: column{'s' if len(numeric) > 1 else ''} {names} could be "
+               f"ratings: set --data-opt rating_col={spec}"
+               f"{'' if len(numeric) == 1 else ' (or another of them)'}, or implicit=true to "
+               f"ignore {these}")
+
+
+def _is_numeric(cells: np.ndarray) -> bool:
+    """Whether every non-blank cell is a finite number (and one cell at least is not blank)."""
+    try:  # the fast path: every cell a number
+        return bool(np.isfinite(np.asarray(cells, dtype=np.float64)).all())
+    except (TypeError, ValueError):
+        pass
+    seen = False
+    for cell in cells:
+        text = cell.strip() if isinstance(cell, str) else cell
+        if text is None or text == "":
+            continue
+        try:
+            if not np.isfinite(float(text)):
+                return False
+        except (TypeError, ValueError):
+            return False
+        seen = True
+    return seen
 
 
 def _dense_ids(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,13 +311,15 @@ def load_interaction_file(
     item_col: Any = None, rating_col: Any = None, timestamp_col: Any = None,
     split: str | None = None, test_fraction: float | None = None, seed: int = 0,
     test_file: str | None = None, duplicates: str = "error", rating_min: float | None = None,
-    rating_max: float | None = None, encoding: str = "utf-8",
+    rating_max: float | None = None, encoding: str = "utf-8", implicit: bool | None = None,
 ) -> RatingDataset | InteractionDataset:
     """Load a user's file (module docstring; the options are :data:`FILE_OPTIONS`)."""
     path = Path(path)
     split = _check_options(split, test_fraction, seed, test_file, duplicates)
     data_table = read_table(path, sep, header, encoding)
-    cols = _columns(data_table, header, user_col, item_col, rating_col, timestamp_col)
+    cols = _columns(data_table, header, implicit,
+                    {"user_col": user_col, "item_col": item_col, "rating_col": rating_col,
+                     "timestamp_col": timestamp_col})
     if split == "leave_last_out" and cols["timestamp_col"] is None:
         raise ConfigError("split=leave_last_out needs a timestamp column (timestamp_col=...)")
     parts = [_Part(data_table, cols)]
