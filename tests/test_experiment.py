@@ -426,6 +426,28 @@ def test_clients_per_round_larger_than_the_clients_is_refused(data_root: Path) -
                        overrides={"rounds": 1, "dim": 4, "clients_per_round": 944})
 
 
+def test_a_run_removes_the_temp_files_of_a_checkpoint_write_that_was_killed(
+        data_root: Path, tmp_path: Path) -> None:
+    """A kill during save_checkpoint leaves its mkstemp file; the next run into that --out
+    removes it once its checks pass (issue 42), and leaves other files alone."""
+    _need(data_root, "ml-100k/u.data")
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = [out / "checkpoint.pt123.tmp", out / "checkpoint.ptq_x9.tmp"]
+    for path in stale:
+        path.write_bytes(b"half a checkpoint")
+    (out / "notes.tmp").write_text("mine")
+    with pytest.raises(ConfigError):  # refused before its checks pass: nothing is removed
+        run_experiment("fcf", "ml-100k", data_dir=data_root, out_dir=out, options=QUIET,
+                       overrides={"rounds": 1, "dim": 4, "clients_per_round": 944})
+    assert all(path.exists() for path in stale)
+    result = run_experiment("fcf", "ml-100k", data_dir=data_root, out_dir=out, options=QUIET,
+                            overrides={"rounds": 1, "dim": 4})
+    assert result.status == "complete"
+    assert not any(path.exists() for path in stale) and (out / "notes.tmp").exists()
+    assert sorted(p.name for p in out.glob("checkpoint.pt*")) == ["checkpoint.pt"]
+
+
 def test_simulate_checks_clients_per_round_as_fedrec_run_does(data_root: Path) -> None:
     """The in-process twin of a deployment makes fedrec run's checks, on its slice of users."""
     _need(data_root, "ml-100k/u.data")

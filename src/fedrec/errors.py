@@ -17,6 +17,16 @@ class ProtocolError(FedrecError):
     """A party broke the protocol (for example too few clients survived to unmask a sum)."""
 
 
+class BelowThreshold(ProtocolError):
+    """A secure sum ended with fewer surviving clients than its threshold (in SecAgg+: in one
+    client's neighbourhood): ``count`` survived, ``threshold`` were needed."""
+
+    def __init__(self, message: str, count: int, threshold: int) -> None:
+        super().__init__(message)
+        self.count = count
+        self.threshold = threshold
+
+
 class NoUpdateError(ProtocolError):
     """A step of a round ended with no reply at all: every party asked dropped out, sent
     nothing, or sent a reply the runtime rejected. Raised by

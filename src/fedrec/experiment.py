@@ -45,8 +45,8 @@ from fedrec.data.types import (
     RatingDataset,
     dataset_sizes,
 )
-from fedrec.errors import ConfigError, ResumeRefused
-from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from fedrec.errors import ConfigError, DataError, ResumeRefused
+from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, remove_stale_temps
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.options import RunOptions
@@ -168,6 +168,15 @@ def _shown(value: Any) -> str:
     return "not set" if value is _ABSENT else str(value)
 
 
+def check_test_rows(dataset: str, ds: Dataset) -> None:
+    """Raise DataError when a rating or interaction dataset has no test rows (a user's file
+    with ``test_fraction=0``, or whose every user has one row): the run would end "complete"
+    with nothing scored."""
+    if isinstance(ds, RatingDataset | InteractionDataset) and len(ds.test) == 0:
+        why = ds.meta.get("no_test_rows", "its split holds none out")
+        raise DataError(f"{dataset}: no test rows: {why}; a run is scored on its test rows")
+
+
 def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
     """Raise ConfigError when ``clients_per_round`` asks for more clients than ``ds`` has (one
     client per user with training data); 0 means all of them."""
@@ -210,6 +219,7 @@ def check_loaded(spec: AlgorithmSpec, cfg: RunConfig, dataset: str, ds: Dataset)
     ``clients_per_round`` asks for no more clients than it has, and that what the run would
     allocate fits in the memory budget (:func:`check_memory`)."""
     check_kind(spec.name, spec.dataset_kinds, dataset, dataset_kind(ds))
+    check_test_rows(dataset, ds)
     check_clients_per_round(cfg, ds)
     check_memory(spec, cfg, dataset, ds)
 
@@ -274,6 +284,8 @@ def run_experiment(
     record = made_from(algorithm, cfg, dataset, data_options, ds) if out is not None else {}
     if stored is not None:
         check_resume(stored, record, out, cfg)
+    if out is not None:  # the checks passed: this run owns the directory now
+        remove_stale_temps(out / CHECKPOINT_NAME)  # a kill mid-write leaves them
     # Opened before the seeding, so that nothing it does can touch a seeded generator.
     log = (TensorBoardLog(opts.log_dir, stored["history"] if stored is not None else ())
            if opts.log_dir is not None else None)

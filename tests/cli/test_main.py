@@ -71,6 +71,20 @@ BAD_INPUTS = {
     "only-and-report-only": (["reproduce", "feras", "--only", "table/", "--report-only"],
                              ["--only and --report-only exclude each other"]),
     "only-empty": (["reproduce", "feras", "--only", ","], ["--only needs at least one"]),
+    # Issue 42: accepted silently before, or (deploy) pinned.
+    "only-no-match": (["reproduce", "feras", "--quick", "--only", "table/,tabel/"],
+                      ["--only 'tabel/' matches no setting; the keys start with", "table/"]),
+    "seeds-0": (["reproduce", "feras", "--seeds", "0"], ["--seeds must be at least 1, got 0"]),
+    "sweep-seeds-0": (["reproduce", "fedgnn", "--sweep-seeds", "0"],
+                      ["--sweep-seeds must be at least 1, got 0"]),
+    "deploy-max-users-0": (["deploy", "fcf", "--dataset", "ml-100k", "--max-users", "0"],
+                           ["max_users must be at least 1, got 0"]),
+    "deploy-max-users-negative": (["deploy", "fcf", "--dataset", "ml-100k", "--max-users", "-3"],
+                                  ["max_users must be at least 1, got -3"]),
+    "deploy-timeout-0": (["deploy", "fcf", "--dataset", "ml-100k", "--timeout", "0"],
+                         ["timeout must be > 0 seconds, got 0.0"]),
+    "deploy-timeout-negative": (["deploy", "fcf", "--dataset", "ml-100k", "--timeout", "-1"],
+                                ["timeout must be > 0 seconds, got -1.0"]),
 }
 
 
@@ -399,3 +413,20 @@ def test_a_graph_run_that_cannot_fit_in_the_memory_budget_is_one_line_and_exit_2
                  data_root=data_root, timeout=120)
     assert_clean_error(res, "FEDREC_MEMORY_BUDGET_MIB must be a positive number of MiB, "
                             "got 'lots'")
+
+
+@pytest.mark.parametrize("command", ["run", "deploy"])
+def test_a_bad_client_secret_names_where_it_came_from(command: str, monkeypatch, capsys) -> None:
+    """A stale $FEDREC_CLIENT_SECRET is named, not only "the client secret" (issue 42); the
+    value itself is never echoed."""
+    from fedrec.cli.main import main
+
+    monkeypatch.setenv("FEDREC_CLIENT_SECRET", "xyz")
+    assert main([command, "fcf", "--dataset", "ml-100k", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["fedrec: error: $FEDREC_CLIENT_SECRET: the client secret must be hex digits "
+                   "(64 of them)"]
+    assert main([command, "fcf", "--dataset", "ml-100k", "--quiet", "--client-secret", "ab"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["fedrec: error: --client-secret: a client secret has 32 bytes (64 hex "
+                   "digits), got 1"]

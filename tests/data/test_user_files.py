@@ -215,6 +215,13 @@ BAD_FILES = {
     "ragged row": ("user,item\na,b\na,b,c\n", {}, "r.csv line 3: 3 fields, but the header names 2"),
     "index out of range": ("a,b\n", {"header": False, "rating_col": 5},
                            "rating_col=5 but the file has 2 columns"),
+    # An empty id cell is not user '' (issue 42): it names its line.
+    "empty user id": ("user,item,rating\na,b,1\n,c,2\n", {},
+                      "r.csv line 3: empty user id (column 'user'); every row needs one"),
+    "blank item id": ("user,item,rating\na,b,1\na, ,2\n", {},
+                      "r.csv line 3: empty item id (column 'item')"),
+    "empty id without a header": ("a,b\n,c\n", {"header": False, "implicit": True},
+                                  "r.csv line 2: empty user id (column 0)"),
 }
 
 
@@ -315,6 +322,27 @@ def test_cli_bad_file_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     assert err == [f"fedrec: error: {path} line 2: rating 'x' is not a number"]
     assert main(["run", "pmf", "--dataset", str(tmp_path / "none.csv"), "--quiet"]) == 2
     assert capsys.readouterr().err.strip().endswith("none.csv: no such file")
+
+
+NO_TEST_ROWS = {
+    "test_fraction=0": (RATINGS, ["--data-opt", "test_fraction=0"],
+                        "no test rows: test_fraction=0 holds none out"),
+    "one row per user": ("user,item,rating\na,x,1\nb,y,2\nc,x,3\n", [],
+                         "no test rows: every user has one row, which stays in training"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_TEST_ROWS))
+def test_a_file_without_test_rows_is_refused_by_a_run(tmp_path: Path, capsys, case) -> None:
+    # Loadable, to look at, but a run of it would say "complete" with no test metrics.
+    text, flags, message = NO_TEST_ROWS[case]
+    path = write(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["run", "pmf", "--dataset", str(path), *flags, "--set", "rounds=1",
+                 "--out", str(out), "--quiet", "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"fedrec: error: {path}: {message}"), err
+    assert not (out / "results.json").exists()
 
 
 def test_cli_refuses_an_unnamed_rating_column_in_one_line(tmp_path: Path, capsys) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import io
 import os
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -211,8 +212,28 @@ def test_clients_dropping_after_key_sharing_are_recovered(ds) -> None:
 def test_too_few_survivors_abort_the_round(ds) -> None:
     trainer, _ = _trainer(ds, secure_aggregation=True, dropout=0.6, dropout_after_calls=2,
                           secagg_threshold=0.9)
-    with pytest.raises(ProtocolError, match="fewer than the threshold"):
+    with pytest.raises(ProtocolError, match="fewer than the threshold") as err:
         trainer.train_round(1)
+    # The message says what decides the threshold and what to change (issue 42): a run whose
+    # cohort keeps losing more than the threshold allows aborts every round otherwise.
+    text = str(err.value)
+    assert "\n" not in text
+    assert re.search(r"the threshold is t = ceil\(secagg_threshold \* cohort\) = 36 of a "
+                     r"cohort of 40, and \d+ survived: lower secagg_threshold", text), text
+    assert "raise clients_per_round, or lower dropout" in text
+
+
+def test_a_small_cohort_losing_most_clients_names_the_options_to_change(ds) -> None:
+    # 5 clients a round, t = max(2, ceil(0.6 * 5)) = 3; 80% drop after sharing keys.
+    trainer, _ = _trainer(ds, secure_aggregation=True, clients_per_round=5, dropout=0.8,
+                          dropout_after_calls=2)
+    with pytest.raises(ProtocolError) as err:
+        trainer.train_round(1)
+    text = str(err.value)
+    assert re.search(r"^secure sum aborted: only \d clients .*, fewer than the threshold 3; the "
+                     r"threshold is t = ceil\(secagg_threshold \* cohort\) = 3 of a cohort of "
+                     r"5, and \d survived: lower secagg_threshold \(down to just above 0.5\), "
+                     r"raise clients_per_round, or lower dropout$", text), text
 
 
 # SecAgg+ (secagg_variant: secagg+): the same steps, each client masking with its neighbours.
@@ -288,8 +309,10 @@ def test_secaggplus_too_few_survivors_in_a_neighbourhood_abort(ds) -> None:
     # its threshold, though more than t clients survive overall.
     trainer, _ = _trainer(ds, **PLUS, dropout=0.6, dropout_after_calls=2)
     with pytest.raises(ProtocolError, match="neighbourhood sent masked inputs, fewer than the "
-                                            "threshold"):
+                                            "threshold") as err:
         trainer.train_round(1)
+    assert "raise secagg_dropout to the share of clients this run drops, raise " \
+           "clients_per_round, or lower dropout" in str(err.value)
 
 
 def test_secaggplus_options_are_checked() -> None:

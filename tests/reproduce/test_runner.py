@@ -9,6 +9,7 @@ import pytest
 
 from fedrec.config import to_dict
 from fedrec.engines.common import resolve
+from fedrec.errors import ConfigError
 from fedrec.experiment import run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from fedrec.options import RunOptions
@@ -17,6 +18,7 @@ from fedrec.reproduce.runner import (
     SAME_AS_NAME,
     Candidates,
     RunSpec,
+    check_only,
     choose_on_validation,
     run_all,
     status_of,
@@ -114,6 +116,28 @@ def test_only_runs_the_settings_with_a_given_key_prefix_and_loads_the_rest(
     later = Recorder()  # the next part: the rest runs, the first part's runs are loaded
     res = run_all(specs, tmp_path, runner=later, run_missing=("table/",))
     assert [c[1]["rounds"] for c in later.calls] == [4] and set(res) == set(k.key for k in specs)
+
+
+def test_an_only_prefix_that_matches_no_setting_is_refused_before_anything_runs(
+        tmp_path: Path) -> None:
+    specs = [RunSpec("table/a", "fcf", "ml-100k", {"rounds": 3}, (0,)),
+             RunSpec("sweep/a", "fcf", "ml-100k", {"rounds": 5}, (0,))]
+    calls: list = []
+
+    def reproduce(out: Path, *, quick: bool, run_missing=True) -> Path:
+        calls.append((out, quick, run_missing))
+        run_all(specs[:1], out, runner=Recorder(), run_missing=run_missing)
+        run_all(specs[1:], out, runner=Recorder(), run_missing=run_missing)  # a later part
+        out.mkdir(parents=True, exist_ok=True)
+        return out / "README.md"
+
+    check_only(reproduce, ("table/", "sweep/a"), quick=True)
+    assert [c[1:] for c in calls] == [(True, False)]  # a report-only pass...
+    assert calls[0][0] != tmp_path and not calls[0][0].exists()  # ...into a temporary folder
+    with pytest.raises(ConfigError, match=r"^--only 'tabel/' matches no setting; the keys start "
+                                          r"with sweep/, table/ \(the report's Runs table"):
+        check_only(reproduce, ("table/", "tabel/"), quick=True)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_failed_setting_is_recorded_and_the_grid_goes_on(tmp_path: Path) -> None:

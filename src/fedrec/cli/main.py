@@ -66,6 +66,7 @@ GOWALLA_REPRODUCTIONS = ("fedgrec", "ptf-fedrec")  # the reproductions with a --
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from fedrec.reproduce import get_reproduction
+    from fedrec.reproduce.runner import check_only
 
     set_threads(args.threads, "--threads")
     reproduce = get_reproduction(args.name)
@@ -74,7 +75,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if args.name not in GOWALLA_REPRODUCTIONS:
             raise ConfigError(f"--gowalla applies to {' and '.join(GOWALLA_REPRODUCTIONS)} only")
         extra["gowalla"] = True
+    for flag, count in (("--seeds", args.seeds), ("--sweep-seeds", args.sweep_seeds)):
+        if count < 1:
+            raise ConfigError(f"{flag} must be at least 1, got {count}")
     out = Path(args.out or os.path.join("results", args.name + ("-quick" if args.quick else "")))
+    kwargs = dict(quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
+                  data_dir=args.data_dir, options=run_options_of(args, "simulator"), **extra)
     run_missing: bool | tuple[str, ...] = not args.report_only
     if args.only is not None:
         if args.report_only:
@@ -82,9 +88,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         run_missing = tuple(p for p in args.only.split(",") if p)
         if not run_missing:
             raise ConfigError("--only needs at least one setting key prefix")
-    report = reproduce(out, quick=args.quick, seeds=args.seeds, sweep_seeds=args.sweep_seeds,
-                       data_dir=args.data_dir, options=run_options_of(args, "simulator"),
-                       run_missing=run_missing, **extra)
+        check_only(reproduce, run_missing, **kwargs)  # before hours of the other prefixes
+    report = reproduce(out, run_missing=run_missing, **kwargs)
     print(f"report: {report}")
     return 0
 

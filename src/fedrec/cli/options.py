@@ -51,9 +51,15 @@ def client_secrets_of(args: argparse.Namespace) -> ClientSecrets:
     """The experimenter's client secret from ``--client-secret`` or ``$FEDREC_CLIENT_SECRET``
     (hex); fresh OS entropy when neither is set (drawn here, once: ``fedrec deploy --compare``
     gives the same root to the deployment and the simulator)."""
+    from fedrec.errors import ConfigError
     from fedrec.federation.secrets import ClientSecrets
 
-    return ClientSecrets.from_hex(args.client_secret or os.environ.get(SECRET_ENV))
+    source, text = ("--client-secret", args.client_secret) if args.client_secret else (
+        f"${SECRET_ENV}", os.environ.get(SECRET_ENV))
+    try:
+        return ClientSecrets.from_hex(text)
+    except ConfigError as exc:  # named, so that a stale variable is found (never echoed)
+        raise ConfigError(f"{source}: {exc}") from None
 
 
 def run_options_of(args: argparse.Namespace, engine: str) -> RunOptions:

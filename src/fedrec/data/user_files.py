@@ -27,7 +27,11 @@ the columns and the split; :data:`FILE_OPTIONS` describes each.
   row, for users with two rows or more) and ``given`` (``test_file``, read with the same
   options: its rows are the test rows and the training rows are the data file's other pairs,
   so the data file may hold every row or the training rows only). A user whose rows are all
-  test rows is an error: every user is a client and needs training data.
+  test rows is an error: every user is a client and needs training data. A split that leaves
+  no test rows at all (``test_fraction=0``, every user with one row)
+  loads, its reason in ``meta["no_test_rows"]``, but a run refuses it
+  (:func:`fedrec.experiment.check_test_rows`): it would have nothing to score.
+* **Empty id cells** (blank, or missing in a Parquet file) are a DataError naming the line.
 
 The validation split is carved from the training rows afterwards, as for every catalogue
 dataset (:func:`fedrec.data.load_dataset`).
@@ -110,8 +114,8 @@ class _Part:
 
     def __init__(self, table: Table, cols: dict[str, Any]) -> None:
         self.table = table
-        self.users = table.column(cols["user_col"], "user_col")
-        self.items = table.column(cols["item_col"], "item_col")
+        self.users = _ids(table, cols["user_col"], "user")
+        self.items = _ids(table, cols["item_col"], "item")
         rating = cols["rating_col"]
         self.ratings = (None if rating is None else
                         parse_numbers(table, table.column(rating, "rating_col"), "rating"))
@@ -121,6 +125,18 @@ class _Part:
 
     def keep(self, rows: np.ndarray) -> None:
         self.rows = self.rows[rows]
+
+
+def _ids(table: Table, spec: str | int, what: str) -> np.ndarray:
+    """The id cells of column ``spec``; an empty cell (blank text, or a missing value of a
+    Parquet file) is a DataError naming its line: it would be the id of a user or item."""
+    cells = table.column(spec, f"{what}_col")
+    for row, cell in enumerate(cells):
+        if cell is None or (isinstance(cell, str) and not cell.strip()) or (
+                isinstance(cell, float | np.floating) and np.isnan(cell)):
+            raise fail(f"{table.at(row)}: empty {what} id (column {spec!r}); every row needs "
+                       "one")
+    return cells
 
 
 def _timestamps(table: Table, spec: str | int) -> np.ndarray:
@@ -351,6 +367,8 @@ def load_interaction_file(
                  "files": [str(p.table.path) for p in parts], "user_ids": user_raw,
                  "item_ids": item_raw, "columns": cols, "duplicates": notes, "warnings": []},
     }
+    if len(test) == 0:  # loadable (to look at), but a run refuses it: fedrec.experiment
+        common["meta"]["no_test_rows"] = _why_no_test(inters[0], split, test_fraction)
     if not is_rating:
         return InteractionDataset(**common)
     lo, hi = _rating_bounds(parts, rating_min, rating_max)
@@ -379,6 +397,17 @@ def _split(parts: list[_Part], inters: list[Interactions], split: str,
         raise ConfigError(f"test_fraction must be a number, got {frac!r}")
     train, test = per_user_split(everything, float(frac), seed)
     return train, test, f"random per user, test fraction {frac:g}, seed {seed}"
+
+
+def _why_no_test(everything: Interactions, split: str, test_fraction: float | None) -> str:
+    if split == "given":
+        return "the test_file holds none"
+    if split == "random" and test_fraction == 0:
+        return "test_fraction=0 holds none out (give a fraction above 0)"
+    if len(np.unique(everything.users)) == len(everything):
+        return ("every user has one row, which stays in training (a user needs two rows or "
+                "more for a test row)")
+    return f"split={split} held none out"
 
 
 def _check_training_users(parts: list[_Part], test: Interactions, train: Interactions,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import glob
 import os
 import pickle
 import tempfile
@@ -32,6 +33,19 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def remove_stale_temps(path: str | Path) -> list[Path]:
+    """Delete the temporary files a :func:`save_checkpoint` of ``path`` killed mid-write left
+    beside it (``checkpoint.pt*.tmp``); returns those removed. For the start of a run into
+    that directory: no other run may be writing there then."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    stale = sorted(path.parent.glob(glob.escape(path.name) + "*.tmp"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return stale
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

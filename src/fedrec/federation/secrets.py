@@ -151,7 +151,8 @@ class ClientSecrets:
         try:
             raw = bytes.fromhex(text.strip())
         except ValueError:
-            raise ConfigError("the client secret must be hex digits") from None
+            raise ConfigError(f"the client secret must be hex digits ({2 * ROOT_BYTES} of "
+                              "them)") from None
         return cls(raw)
 
     def __repr__(self) -> str:

@@ -73,7 +73,7 @@ import numpy as np
 
 from fedrec.config import RunConfig, check_choice, check_range, option
 from fedrec.core.codec import Payload
-from fedrec.errors import ConfigError, ProtocolError
+from fedrec.errors import BelowThreshold, ConfigError, ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.steps import step
@@ -546,15 +546,35 @@ def run_secure_sum(rt: Runtime, advertised: Mapping[PartyId, Payload],
               else SecAggServer(config))
     advertised = rt.updates(advertised, step)
     keys = {int(u): m for u, m in advertised.items()}  # type: ignore[arg-type]
-    down = server.advertise_keys(keys)
-    up = rt.updates(rt.call(STEP_SHARE, down), STEP_SHARE)
-    down = server.share_keys(_ints(up))
-    up = rt.updates(rt.call(STEP_MASK, down), STEP_MASK)
-    down = server.masked_input_collection(_ints(up))
-    up = rt.updates(rt.call(STEP_UNMASK, down), STEP_UNMASK)
-    total = server.unmasking(_ints(up))
+    try:
+        down = server.advertise_keys(keys)
+        up = rt.updates(rt.call(STEP_SHARE, down), STEP_SHARE)
+        down = server.share_keys(_ints(up))
+        up = rt.updates(rt.call(STEP_MASK, down), STEP_MASK)
+        down = server.masked_input_collection(_ints(up))
+        up = rt.updates(rt.call(STEP_UNMASK, down), STEP_UNMASK)
+        total = server.unmasking(_ints(up))
+    except BelowThreshold as exc:
+        raise BelowThreshold(below_threshold_text(exc, config), exc.count,
+                             exc.threshold) from None
     return SecureSumResult(total=total, advertised=sorted(keys), survivors=server.survivors,
                            dropped=server.dropped)
+
+
+def below_threshold_text(exc: BelowThreshold, config: SecAggConfig) -> str:
+    """``exc``'s message with what decides the threshold and the options that change it: a run
+    whose cohort keeps losing more clients than the threshold allows aborts every time."""
+    cohort = config.max_clients
+    if isinstance(config, SecAggPlusConfig):
+        why = (f"SecAgg+ sizes each neighbourhood's threshold for secagg_dropout and "
+               f"secagg_corrupt; {exc.count} survived where {exc.threshold} were needed, in a "
+               f"cohort of {cohort}: raise secagg_dropout to the share of clients this run "
+               "drops, raise clients_per_round, or lower dropout")
+    else:
+        why = (f"the threshold is t = ceil(secagg_threshold * cohort) = {exc.threshold} of a "
+               f"cohort of {cohort}, and {exc.count} survived: lower secagg_threshold (down to "
+               "just above 0.5), raise clients_per_round, or lower dropout")
+    return f"secure sum aborted: {exc}; {why}"
 
 
 def _ints(replies: Mapping[PartyId, Payload]) -> dict[int, Payload]:

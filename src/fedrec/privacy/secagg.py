@@ -56,7 +56,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from fedrec.core.codec import Payload, payload_size
-from fedrec.errors import ConfigError, ProtocolError
+from fedrec.errors import BelowThreshold, ConfigError, ProtocolError
 from fedrec.privacy.fixedpoint import FixedPointEncoder, RingIdentity
 from fedrec.privacy.prg import SEED_BYTES, prg_accumulate
 from fedrec.privacy.shamir import SHARE_BYTES, reconstruct_secret, split_secret
@@ -159,7 +159,8 @@ def _bytes_field(msg: Mapping[str, bytes | np.ndarray], key: str, size: int, who
 
 def _require_quorum(count: int, threshold: int, what: str) -> None:
     if count < threshold:
-        raise ProtocolError(f"only {count} clients {what}, fewer than the threshold {threshold}")
+        raise BelowThreshold(f"only {count} clients {what}, fewer than the threshold "
+                             f"{threshold}", count, threshold)
 
 
 class SecAggClient:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedrec.core.codec import Payload
-from fedrec.errors import ConfigError, ProtocolError
+from fedrec.errors import BelowThreshold, ConfigError, ProtocolError
 from fedrec.privacy.secagg import (
     RandBytes,
     SecAggClient,
@@ -169,9 +169,9 @@ class SecAggPlusServer(SecAggServer):
             alive = sum(v in u3 for v in self._neighbours[u]) + (u in u3)
             if alive < t:
                 what = "self-mask seed" if u in u3 else "mask key"
-                raise ProtocolError(f"only {alive} clients of client {u}'s neighbourhood sent "
-                                    f"masked inputs, fewer than the threshold {t} that "
-                                    f"rebuilds its {what}")
+                raise BelowThreshold(f"only {alive} clients of client {u}'s neighbourhood "
+                                     f"sent masked inputs, fewer than the threshold {t} that "
+                                     f"rebuilds its {what}", alive, t)
         return {u: {"survivors": np.array(sorted(v for v in [u, *self._neighbours[u]]
                                                  if v in u3), dtype=np.int64)}
                 for u in self._u3}

@@ -116,6 +116,7 @@ def finish_report(out: Path, lines: list[str], specs: Iterable[RunSpec]) -> Path
     command and each seed's status) to ``OUT/README.md``; return its path."""
     rows = [[s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides, s.dataset_options)
              + "`", status_of(out, s)] for s in specs]
+    out.mkdir(parents=True, exist_ok=True)  # a report-only pass may have run nothing
     path = out / "README.md"
     path.write_text("\n".join([*lines, "## Runs\n", markdown_table(["key", "command", "status"],
                                                                      rows)]))

@@ -15,16 +15,18 @@ never read to choose; the tables report the test metrics at the validation-chose
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fedrec.config import RunConfig, option_flags, to_dict, with_new_defaults
-from fedrec.errors import FedrecError, ResumeRefused
+from fedrec.errors import ConfigError, FedrecError, ResumeRefused
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
 from fedrec.options import RunOptions
@@ -65,6 +67,36 @@ def may_run(key: str, run_missing: RunMissing) -> bool:
     return any(key.startswith(prefix) for prefix in run_missing)
 
 
+#: The key sets of :func:`recording_keys` blocks in progress: :func:`run_all` adds the key of
+#: every setting it is given to each.
+_RECORDERS: list[set[str]] = []
+
+
+@contextlib.contextmanager
+def recording_keys() -> Iterator[set[str]]:
+    """A set that collects the key of every setting :func:`run_all` is given inside the block
+    (run, loaded or not): the settings a reproduction has."""
+    keys: set[str] = set()
+    _RECORDERS.append(keys)
+    try:
+        yield keys
+    finally:
+        _RECORDERS.remove(keys)
+
+
+def check_only(reproduce: Callable[..., Path], prefixes: Sequence[str], **kwargs: Any) -> None:
+    """ConfigError naming the first of ``prefixes`` (``fedrec reproduce --only``) that no
+    setting's key starts with: the reproduction's settings are found by a report-only pass of
+    ``reproduce`` (``kwargs``: its options) into a temporary folder, which runs nothing."""
+    with tempfile.TemporaryDirectory() as tmp, recording_keys() as keys:
+        reproduce(Path(tmp), **kwargs, run_missing=False)
+    for prefix in prefixes:
+        if not any(key.startswith(prefix) for key in keys):
+            tops = sorted({key.split("/")[0] + ("/" if "/" in key else "") for key in keys})
+            raise ConfigError(f"--only {prefix!r} matches no setting; the keys start with "
+                              f"{', '.join(tops)} (the report's Runs table lists them)")
+
+
 def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None = None,
             options: RunOptions | None = None,
             runner: Callable[..., Any] = run_experiment, run_missing: RunMissing = True,
@@ -81,6 +113,8 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
     # Settings written differently can be the same run (an override equal to the default):
     # one run per effective configuration, found by the resolved config of each setting.
     by_config: dict[str, tuple[dict[str, Any], str]] = {}
+    for recorder in _RECORDERS:
+        recorder.update(s.key for s in specs)
     total = sum(len(s.seeds) for s in specs)
     done = 0
     for spec in specs:
