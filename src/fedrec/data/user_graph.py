@@ -114,7 +114,9 @@ class _NodeIds:
         """Which of ``cells`` name a node."""
         texts = np.char.strip(cells.astype(str))
         if self.raw is None:
-            ok = np.char.isdigit(np.char.lstrip(texts, "+"))
+            digits = np.char.lstrip(np.char.lstrip(texts, "+"), "0")
+            # Over 18 digits (beyond int64) is no row of any graph: refused, not converted.
+            ok = np.char.isdigit(np.char.lstrip(texts, "+")) & (np.char.str_len(digits) <= 18)
             return ok & (np.where(ok, texts, "-1").astype(np.int64) < self.n)
         pos = np.minimum(np.searchsorted(self.sorted, texts), self.n - 1)
         return self.sorted[pos] == texts
