@@ -144,6 +144,16 @@ def test_a_graph_edge_beyond_int64_is_one_line(tmp_path: Path, capsys, command: 
     one_error(capsys, main(argv), "edges.csv line 3", "99999999999999999999", "is not a node")
 
 
+def test_a_graph_label_beyond_int64_is_one_line(tmp_path: Path, capsys) -> None:
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    np.save(graph / "features.npy", np.eye(4, dtype=np.float32))
+    (graph / "edges.csv").write_text("0,1\n1,2\n2,3\n")
+    (graph / "labels.csv").write_text("0\n1\n99999999999999999999\n1\n")
+    one_error(capsys, main(["datasets", "info", str(graph)]), "labels.csv line 3",
+              "label 99999999999999999999 is too large")
+
+
 # --- CSV ---------------------------------------------------------------------------------------
 
 def test_a_field_over_the_csv_limit_is_one_line(tmp_path: Path, capsys) -> None:

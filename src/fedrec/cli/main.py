@@ -18,7 +18,10 @@ defaults and help from :class:`fedrec.options.RunOptions` (:mod:`fedrec.cli.opti
 Every error caused by input (unknown names, bad values, malformed data files, missing data)
 prints one line, ``fedrec: error: ...``, and exits with status 2; nothing half-written is left
 looking complete. Whatever can be checked without the data (options, config file, output
-directory, a checkpoint to resume) is checked before the data is loaded.
+directory, a checkpoint to resume) is checked before the data is loaded. A write that fails
+(a full disk) is one line too, naming the file; a checkpoint's previous version survives it.
+``fedrec results`` leaves out a results.json it cannot read or show, with one warning line
+naming it, and shows the rest.
 """
 
 from __future__ import annotations

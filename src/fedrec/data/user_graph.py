@@ -261,6 +261,10 @@ def _labels(path: Path, ids: _NodeIds) -> tuple[np.ndarray, int, bool, list[str]
     y = np.full(n, -1, dtype=np.int64)
     given = (cells != "") & (cells != "-1")
     if all(c.lstrip("+").isdigit() for c in cells[given]):
+        big = [k for k in np.flatnonzero(given) if len(cells[k].lstrip("+").lstrip("0")) > 18]
+        if big:  # beyond int64 (and no count of classes anyway)
+            raise fail(f"{table.at(int(rows[big[0]]))}: label {cells[big[0]]} is too large; "
+                       "class ids are 0, 1, 2, ... (or give the classes names)")
         y[nodes[given]] = cells[given].astype(np.int64)
         return (*_numbered(y, path), False, None)
     names, codes = np.unique(cells[given], return_inverse=True)
