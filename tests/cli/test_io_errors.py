@@ -255,7 +255,8 @@ def test_an_out_that_is_a_file_is_one_line(ratings: Path, tmp_path: Path, capsys
     afile.write_text("x")
     out = afile if where == "file" else afile / "sub"
     argv = [str(ratings) if a == "DATA" else a for a in argv]
-    one_error(capsys, main([*argv, "--out", str(out)]), f"--out {out}")
+    one_error(capsys, main([*argv, "--out", str(out)]), f"output directory {out} (--out)",
+              "is a file")
     assert afile.read_text() == "x"
 
 

@@ -258,12 +258,12 @@ def check_out_option(args: argparse.Namespace) -> None:
         raise ConfigError("--out is empty: give the folder to write into (. for the current "
                           "one)")
     if os.path.exists(out) and not os.path.isdir(out):
-        raise ConfigError(f"--out {out} is a file, not a folder")
+        raise ConfigError(f"output directory {out} (--out) is a file, not a directory")
     existing = Path(out).absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise ConfigError(f"--out {out} cannot be made: {existing} is a file")
+        raise ConfigError(f"output directory {out} (--out) cannot be made: {existing} is a file")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
