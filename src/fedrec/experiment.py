@@ -45,7 +45,7 @@ from fedrec.data.types import (
     RatingDataset,
     dataset_sizes,
 )
-from fedrec.errors import ConfigError, DataError, ResumeRefused
+from fedrec.errors import ConfigError, DataError, FedrecError, ResumeRefused
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, remove_stale_temps
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
@@ -267,6 +267,9 @@ def run_experiment(
     data_options = dict(dataset_options or {})
     if opts.log_dir is not None:
         summary_writer_class()  # a missing extra is said before the data is loaded
+    if out_dir is not None and not os.fspath(out_dir).strip():
+        raise ConfigError("out_dir is empty: give the folder to write into ('.' for the "
+                          "current one)")
     out = Path(out_dir) if out_dir is not None else None
     if opts.resume and out is None:
         raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
@@ -313,9 +316,8 @@ def run_experiment(
         if log is not None:
             log.close()
     if out is not None and result.status == "complete":
-        tmp = out / (RESULTS_NAME + ".tmp")
-        tmp.write_text(json.dumps(result.to_json(), indent=2, default=float))
-        tmp.replace(out / RESULTS_NAME)
+        write_atomic(out / RESULTS_NAME, json.dumps(result.to_json(), indent=2, default=float),
+                     "the run's results")
         if user_file:
             write_id_map(out, ds)
     return result
@@ -331,6 +333,21 @@ def write_id_map(out: Path, ds: Dataset) -> None:
     run reports per user, item, node or class can be named in the file's own ids."""
     keys = ("user_ids", "item_ids", "node_ids", "class_names")
     ids = {key: ds.meta[key].tolist() for key in keys if key in ds.meta}
-    tmp = out / (ID_MAP_NAME + ".tmp")
-    tmp.write_text(json.dumps(ids))
-    tmp.replace(out / ID_MAP_NAME)
+    write_atomic(out / ID_MAP_NAME, json.dumps(ids), "the raw ids")
+
+
+def write_atomic(path: Path, text: str, what: str) -> None:
+    """``text`` into ``path`` through ``path.tmp`` (never half a file under the name); a write
+    that fails (a full disk) is a one-line FedrecError naming ``what`` and ``path``, and says
+    that the checkpoint beside it, if there is one, still holds the run."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        kept = (f"; the checkpoint {path.parent / CHECKPOINT_NAME} holds the finished run: "
+                "free space and run again with --resume to write it"
+                if (path.parent / CHECKPOINT_NAME).is_file() else "")
+        raise FedrecError(f"could not write {what} to {path} ({exc.strerror or exc}){kept}"
+                          ) from None

@@ -20,11 +20,13 @@ events are written with ``torch.utils.tensorboard``, which needs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fedrec.errors import ConfigError
+from fedrec.errors import ConfigError, FedrecError
 from fedrec.privacy.report import run_epsilon
 
 #: The history sections written, and the tag prefix of each.
@@ -60,11 +62,38 @@ class TensorBoardLog:
         path = Path(log_dir)
         if path.exists() and not path.is_dir():
             raise ConfigError(f"--log-dir {path}: a file is there, not a folder")
-        self.writer = writer_class(log_dir=str(path))
+        self.path, self.failed = path, False
+        # The event file's writer thread re-raises a failed write (a full disk) after storing
+        # it for the next write here: its traceback on stderr is kept quiet while the log is
+        # open (the error is then one line, :meth:`_writing`).
+        self._excepthook = threading.excepthook
+        threading.excepthook = self._quiet_writer_thread
+        try:
+            with self._writing():
+                self.writer = writer_class(log_dir=str(path))
+        except BaseException:
+            threading.excepthook = self._excepthook
+            raise
         self.cumulative = dict.fromkeys(CUMULATIVE, 0.0)
         for row in history:
             self._add_up(row)
         self.last_round = int(history[-1]["round"]) if history else 0
+
+    def _quiet_writer_thread(self, args: Any) -> None:
+        if not (issubclass(args.exc_type, OSError)
+                and type(args.thread).__name__ == "_AsyncWriterThread"):
+            self._excepthook(args)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write that fails (a full disk; the event file's writer thread raises it at the
+        next write or flush) is a one-line FedrecError, not a traceback."""
+        try:
+            yield
+        except OSError as exc:
+            self.failed = True
+            raise FedrecError(f"could not write the TensorBoard log in {self.path} "
+                              f"({exc.strerror or exc})") from None
 
     def _add_up(self, row: dict[str, Any]) -> None:
         comm = _numbers(row.get("communication"))
@@ -73,6 +102,10 @@ class TensorBoardLog:
 
     def on_round(self, row: dict[str, Any]) -> None:
         """Write one history row (the ``on_round`` hook of the round loop)."""
+        with self._writing():
+            self._write_round(row)
+
+    def _write_round(self, row: dict[str, Any]) -> None:
         step = int(row["round"])
         for section, prefix in SECTIONS:
             for key, value in _numbers(row.get(section)).items():
@@ -88,9 +121,21 @@ class TensorBoardLog:
     def finish(self, privacy: dict[str, Any] | None) -> None:
         """Write the run's epsilon (if it has a formal guarantee) at its last round."""
         epsilon, _ = run_epsilon(privacy)
-        if epsilon is not None:
-            self.writer.add_scalar("privacy/epsilon", epsilon, self.last_round)
-        self.writer.flush()
+        with self._writing():
+            if epsilon is not None:
+                self.writer.add_scalar("privacy/epsilon", epsilon, self.last_round)
+            self.writer.flush()
 
     def close(self) -> None:
-        self.writer.close()
+        """Close the event file; after a failed write (already reported) a second failure
+        here is not raised over the first."""
+        try:
+            if self.failed:
+                with contextlib.suppress(OSError):
+                    self.writer.close()
+                return
+            with self._writing():
+                self.writer.close()
+        finally:
+            if threading.excepthook == self._quiet_writer_thread:
+                threading.excepthook = self._excepthook

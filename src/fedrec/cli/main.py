@@ -18,7 +18,10 @@ defaults and help from :class:`fedrec.options.RunOptions` (:mod:`fedrec.cli.opti
 Every error caused by input (unknown names, bad values, malformed data files, missing data)
 prints one line, ``fedrec: error: ...``, and exits with status 2; nothing half-written is left
 looking complete. Whatever can be checked without the data (options, config file, output
-directory, a checkpoint to resume) is checked before the data is loaded.
+directory, a checkpoint to resume) is checked before the data is loaded. A write that fails
+(a full disk) is one line too, naming the file; a checkpoint's previous version survives it.
+``fedrec results`` leaves out a results.json it cannot read or show, with one warning line
+naming it, and shows the rest.
 """
 
 from __future__ import annotations
@@ -99,7 +102,10 @@ def cmd_results(args: argparse.Namespace) -> int:
 
     if args.plot and not args.plot.lower().endswith(".png"):
         raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {args.plot}")
-    runs = find_runs(args.dirs)
+    skipped: list[str] = []
+    runs = find_runs(args.dirs, skipped)
+    for problem in skipped:  # the rest are shown; each left out is named
+        print(f"fedrec: warning: left out {problem}", file=sys.stderr)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     sys.stdout.write(render(runs, markdown=args.markdown, metrics=metrics))
     if args.plot:
@@ -247,10 +253,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_out_option(args: argparse.Namespace) -> None:
+    """``--out`` (run, reproduce, deploy) names a folder: an empty one would write into the
+    current directory, and a file there cannot hold the results."""
+    out = getattr(args, "out", None)
+    if out is None:
+        return
+    if not out.strip():
+        raise ConfigError("--out is empty: give the folder to write into (. for the current "
+                          "one)")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ConfigError(f"output directory {out} (--out) is a file, not a directory")
+    existing = Path(out).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"output directory {out} (--out) cannot be made: {existing} is a file")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_out_option(args)
         return args.func(args)
     except FedrecError as exc:
         print(f"fedrec: error: {exc}", file=sys.stderr)

@@ -90,8 +90,7 @@ def read_table(path: Path, sep: str | None = None, header: bool = True,
     delim = separator(path, sep)
     text = read_text(path, encoding)
     if len(delim) == 1:
-        reader = csv.reader(io.StringIO(text), delimiter=delim)
-        rows = [(reader.line_num, fields) for fields in reader if any(f.strip() for f in fields)]
+        rows = _csv_rows(path, text, delim)
     else:
         rows = [(n, line.split(delim)) for n, line in enumerate(text.splitlines(), start=1)
                 if line.strip()]
@@ -111,6 +110,33 @@ def read_table(path: Path, sep: str | None = None, header: bool = True,
     cells = np.array([fields for _, fields in body], dtype=object)
     columns = {name: cells[:, k] for k, name in enumerate(names)}
     return Table(path, columns, np.array([line for line, _ in body], dtype=np.int64))
+
+
+def _csv_rows(path: Path, text: str, delim: str) -> list[tuple[int, list[str]]]:
+    """``(line, fields)`` of every non-blank row; a quote never closed, or a field over
+    ``csv.field_size_limit()`` characters, is a DataError naming the line it starts on."""
+    rows: list[tuple[int, list[str]]] = []
+    # strict: a quote left open runs to the end of the file (read as one field) otherwise.
+    for strict in (True, False):
+        reader = csv.reader(io.StringIO(text), delimiter=delim, strict=strict)
+        rows, start = [], 1
+        try:
+            for fields in reader:
+                if any(f.strip() for f in fields):
+                    rows.append((reader.line_num, fields))
+                start = reader.line_num + 1
+            return rows
+        except csv.Error as exc:
+            if "field limit" in str(exc):
+                raise fail(f"{path} line {start}: a field longer than "
+                           f"{csv.field_size_limit():,} characters (a quote left open?)") from None
+            if "end of data" in str(exc):
+                raise fail(f"{path} line {start}: a quoted field is never closed (a quote "
+                           "opened on this line or after runs to the end of the file)") from None
+            if not strict:
+                raise fail(f"{path} line {reader.line_num}: {exc}") from None
+            # Other strict-only complaints (text after a closing quote): read as before.
+    return rows
 
 
 def _read_parquet(path: Path) -> Table:

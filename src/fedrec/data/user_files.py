@@ -95,6 +95,7 @@ _ROLE = {"user_col": "the user column", "item_col": "the item column",
 SPLITS = ("random", "leave_last_out", "given")
 DUPLICATES = ("error", "last", "first")
 _INTEGER = re.compile(r"[+-]?\d+")
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def is_file_name(name: str | os.PathLike[str], catalogue: object) -> bool:
@@ -255,13 +256,18 @@ def _is_numeric(cells: np.ndarray) -> bool:
     return seen
 
 
-def _dense_ids(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _dense_ids(cells: np.ndarray, what: str = "id") -> tuple[np.ndarray, np.ndarray]:
     """``(raw ids in dense order, dense id of every cell)`` (module docstring: numeric order
-    when every id is an integer)."""
+    when every id is an integer); an integer id beyond int64 is a DataError naming ``what``."""
     texts = [c.strip() if isinstance(c, str) else c for c in cells]
     if all(isinstance(t, int | np.integer) or (isinstance(t, str) and _INTEGER.fullmatch(t))
            for t in texts):
-        raw = np.array([int(t) for t in texts], dtype=np.int64)
+        ints = [int(t) for t in texts]
+        if ints and not _INT64_MIN <= min(ints) <= max(ints) <= _INT64_MAX:
+            big = next(v for v in ints if not _INT64_MIN <= v <= _INT64_MAX)
+            raise fail(f"{what} {big} is beyond the 64-bit integer range (at most "
+                       f"{_INT64_MAX})")
+        raw = np.array(ints, dtype=np.int64)
     else:
         raw = np.array([str(t) for t in texts], dtype=str)
     return np.unique(raw, return_inverse=True)
@@ -341,8 +347,9 @@ def load_interaction_file(
     parts = [_Part(data_table, cols)]
     if test_file is not None:
         parts.append(_Part(read_table(Path(test_file), sep, header, encoding), cols))
-    user_raw, user_all = _dense_ids(np.concatenate([p.users for p in parts]))
-    item_raw, item_all = _dense_ids(np.concatenate([p.items for p in parts]))
+    files = " or ".join(str(p.table.path) for p in parts)
+    user_raw, user_all = _dense_ids(np.concatenate([p.users for p in parts]), f"{files}: user id")
+    item_raw, item_all = _dense_ids(np.concatenate([p.items for p in parts]), f"{files}: item id")
     bounds = np.cumsum([0, *(len(p.rows) for p in parts)])
     user_of = [user_all[a:b] for a, b in itertools.pairwise(bounds)]
     item_of = [item_all[a:b] for a, b in itertools.pairwise(bounds)]

@@ -114,7 +114,9 @@ class _NodeIds:
         """Which of ``cells`` name a node."""
         texts = np.char.strip(cells.astype(str))
         if self.raw is None:
-            ok = np.char.isdigit(np.char.lstrip(texts, "+"))
+            digits = np.char.lstrip(np.char.lstrip(texts, "+"), "0")
+            # Over 18 digits (beyond int64) is no row of any graph: refused, not converted.
+            ok = np.char.isdigit(np.char.lstrip(texts, "+")) & (np.char.str_len(digits) <= 18)
             return ok & (np.where(ok, texts, "-1").astype(np.int64) < self.n)
         pos = np.minimum(np.searchsorted(self.sorted, texts), self.n - 1)
         return self.sorted[pos] == texts
@@ -259,6 +261,10 @@ def _labels(path: Path, ids: _NodeIds) -> tuple[np.ndarray, int, bool, list[str]
     y = np.full(n, -1, dtype=np.int64)
     given = (cells != "") & (cells != "-1")
     if all(c.lstrip("+").isdigit() for c in cells[given]):
+        big = [k for k in np.flatnonzero(given) if len(cells[k].lstrip("+").lstrip("0")) > 18]
+        if big:  # beyond int64 (and no count of classes anyway)
+            raise fail(f"{table.at(int(rows[big[0]]))}: label {cells[big[0]]} is too large; "
+                       "class ids are 0, 1, 2, ... (or give the classes names)")
         y[nodes[given]] = cells[given].astype(np.int64)
         return (*_numbered(y, path), False, None)
     names, codes = np.unique(cells[given], return_inverse=True)

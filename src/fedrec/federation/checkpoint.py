@@ -21,17 +21,22 @@ CHECKPOINT_NAME = "checkpoint.pt"
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` atomically: a crash leaves the previous checkpoint intact."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    except OSError as exc:
+        raise _unwritten(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             torch.save(state, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # a full disk, a folder gone: one line, not a traceback
+            raise _unwritten(path, exc) from None
         raise
 
 
@@ -46,6 +51,15 @@ def remove_stale_temps(path: str | Path) -> list[Path]:
     for tmp in stale:
         tmp.unlink(missing_ok=True)
     return stale
+
+
+def _unwritten(path: Path, exc: OSError) -> FedrecError:
+    """A checkpoint that could not be written (a full disk, a folder gone read-only): the
+    previous one, if any, is whole (the write is atomic), and a --resume starts from it."""
+    reason = exc.strerror or str(exc)
+    kept = ("the previous checkpoint is intact (resume with --resume)" if path.is_file()
+            else "no checkpoint was written")
+    return FedrecError(f"could not write the checkpoint {path} ({reason}); {kept}")
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 from fedrec.algorithms import resolve_config
 from fedrec.algorithms.base import VAL_PREFIX
 from fedrec.config import option_flags, to_dict
-from fedrec.errors import ConfigError
+from fedrec.errors import ConfigError, FedrecError
 from fedrec.experiment import RESULTS_NAME
 from fedrec.privacy.report import run_epsilon
 from fedrec.reproduce.report import at_selected_round, markdown_table, plot
@@ -44,10 +44,15 @@ class Run:
         return str(self.path.parent)
 
 
-def find_runs(dirs: Sequence[str | Path]) -> list[Run]:
+def find_runs(dirs: Sequence[str | Path], skipped: list[str] | None = None) -> list[Run]:
     """Every completed run (``"status": "complete"``) whose ``results.json`` is in or under
-    ``dirs``, in path order; a missing folder or none found is a ConfigError."""
+    ``dirs``, in path order; a missing folder or none found is a ConfigError.
+
+    A file that cannot be read or shown (not JSON, or a field of the wrong type) is a
+    ConfigError naming it; given a ``skipped`` list, it is left out instead and the reason,
+    naming the file, is appended to the list (``fedrec results`` shows the others and warns)."""
     runs: list[Run] = []
+    bad: list[str] = []
     for d in map(Path, dirs):
         if not d.exists():
             raise ConfigError(f"{d}: no such folder")
@@ -56,12 +61,41 @@ def find_runs(dirs: Sequence[str | Path]) -> list[Run]:
             try:
                 result = json.loads(f.read_text())
             except (OSError, ValueError) as exc:
-                raise ConfigError(f"{f}: not a readable results file ({exc})") from None
-            if isinstance(result, dict) and result.get("status") == "complete":
-                runs.append(Run(f, result))
+                problem = f"{f}: not a readable results file ({exc})"
+            else:
+                if isinstance(result, dict) and result.get("status") != "complete":
+                    continue  # a run stopped or still going: not one to compare
+                problem = _unshowable(Run(f, result))
+                if problem is None:
+                    runs.append(Run(f, result))
+                    continue
+            if skipped is None:
+                raise ConfigError(problem)
+            bad.append(problem)
+    if skipped is not None:
+        skipped.extend(bad)
     if not runs:
-        raise ConfigError(f"no completed run (results.json) under {', '.join(map(str, dirs))}")
+        left = f" ({len(bad)} unreadable: {bad[0]}{' ...' if len(bad) > 1 else ''})" if bad else ""
+        raise ConfigError(f"no completed run (results.json) under {', '.join(map(str, dirs))}"
+                          f"{left}")
     return runs
+
+
+def _unshowable(run: Run) -> str | None:
+    """Why ``run`` cannot be shown (a results.json edited or written by something else: a
+    field of the wrong type), or None: it is put through the table and the curves alone."""
+    if not isinstance(run.result, dict):
+        return f"{run.path}: not a results file (a JSON {type(run.result).__name__})"
+    try:
+        comparison([run])
+        comparison([run], markdown=True)
+        for m in test_metrics([run]):
+            curves(run, m)
+    except FedrecError as exc:
+        return f"{run.path}: cannot be shown ({exc})"
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        return f"{run.path}: a field of the wrong type ({type(exc).__name__}: {exc})"
+    return None
 
 
 def _shown(value: Any) -> str:
@@ -209,5 +243,8 @@ def plot_curves(runs: Sequence[Run], path: Path) -> list[str]:
             ax.legend(fontsize=7)
         return draw
 
-    plot(path, [panel(m) for m in metrics], f"{len(runs)} runs")
+    try:
+        plot(path, [panel(m) for m in metrics], f"{len(runs)} runs")
+    except OSError as exc:
+        raise ConfigError(f"--plot {path}: cannot be written ({exc.strerror or exc})") from None
     return metrics

@@ -6,6 +6,7 @@ names the file (and the line, where there is one).
 
 from __future__ import annotations
 
+import codecs
 import io
 import warnings
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrec.errors import DataError
+from fedrec.errors import ConfigError, DataError
 
 
 def one_line(message: str) -> str:
@@ -36,13 +37,23 @@ def require_files(name: str, root: Path, files: Sequence[str]) -> None:
 
 
 def read_text(path: Path, encoding: str = "utf-8") -> str:
-    """The whole file as text; undecodable bytes or I/O errors become a :class:`DataError`."""
+    """The whole file as text; undecodable bytes or I/O errors become a :class:`DataError`,
+    an ``encoding`` Python does not know a :class:`ConfigError`."""
+    try:
+        if not isinstance(encoding, str):
+            raise LookupError(encoding)
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ConfigError(f"encoding={encoding!r} is not a text encoding Python knows (e.g. "
+                          "utf-8, utf-16, latin-1, cp1252)") from None
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise fail(f"{path}: cannot read ({exc.strerror or exc})") from exc
     try:
         return data.decode(encoding)
+    except LookupError:  # known to codecs, but not text (rot13, base64)
+        raise ConfigError(f"encoding={encoding!r} is not a text encoding") from None
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise fail(f"{path} line {line}: not valid {encoding} text") from exc

@@ -433,6 +433,9 @@ def deploy(
     roles = service_roles(spec, cfg)
     data_root = resolve_data_dir(data_dir)
     bindir = Path(sys.executable).parent
+    if out_dir is not None and not os.fspath(out_dir).strip():
+        raise ConfigError("out_dir is empty: give the folder to write into ('.' for the "
+                          "current one)")
     given = Path(out_dir).resolve() if out_dir is not None else None
     if given is not None:
         check_out_dir(given)
