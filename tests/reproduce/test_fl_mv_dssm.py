@@ -122,7 +122,7 @@ def test_only_central_and_attack_run_those_and_no_setting_of_the_grid(
     assert re.search(r"^\| centralized DSSM \(svd;.*\| \d\.\d{4} ± ", text, re.M)
     assert re.search(r"^\| centralized DSSM \(demographics;[^\d]*$", text, re.M)
     # A later report that runs neither keeps both (cached in OUT).
-    assert main([*argv[:-1], "variant/none"]) == 0
+    assert main([*argv[:-2], "--report-only"]) == 0
     later = (tmp_path / "README.md").read_text()
     assert later.split("## Privacy", 1)[1].split("\n## ", 1)[0] == attack
     assert re.search(r"^\| centralized DSSM \(svd;.*\| \d\.\d{4} ± ", later, re.M)

@@ -61,14 +61,18 @@ RunMissing = bool | tuple[str, ...]
 
 
 def may_run(key: str, run_missing: RunMissing) -> bool:
-    """Whether the setting ``key`` may run under ``run_missing``."""
+    """Whether the setting ``key`` may run under ``run_missing``. Asking names a setting the
+    reproduction has (a run outside :func:`run_all`, e.g. FL-MV-DSSM's ``central/<view>``):
+    :func:`recording_keys` blocks record it."""
+    for keys in _RECORDERS:
+        keys.add(key)
     if isinstance(run_missing, bool):
         return run_missing
     return any(key.startswith(prefix) for prefix in run_missing)
 
 
 #: The key sets of :func:`recording_keys` blocks in progress: :func:`run_all` adds the key of
-#: every setting it is given to each.
+#: every setting it is given to each, :func:`may_run` every key it is asked about.
 _RECORDERS: list[set[str]] = []
 
 
