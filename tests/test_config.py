@@ -69,15 +69,80 @@ def test_fedrec_run_resolves_the_dataclass_defaults_plus_the_packaged_section(
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_packaged_yaml_holds_only_per_dataset_sections(algorithm: str) -> None:
+def test_packaged_yaml_holds_only_per_dataset_sections_and_presets(algorithm: str) -> None:
     data = yaml.safe_load(packaged_sections_text(algorithm)) or {}
-    assert set(data) <= {"datasets"}  # the defaults live in the dataclass only
+    assert set(data) <= {"datasets", "presets"}  # the defaults live in the dataclass only
 
 
 def test_a_default_in_the_packaged_yaml_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "packaged_sections_text", lambda _: "rounds: 3\ndatasets: {}\n")
-    with pytest.raises(ConfigError, match=r"fcf\.yaml: only a datasets: section belongs here"):
+    with pytest.raises(ConfigError, match=r"fcf\.yaml: only datasets: and presets: sections"):
         build_config(FCFConfig, "fcf")
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_has_a_paper_preset_that_resolves(algorithm: str) -> None:
+    cls = ALGORITHMS[algorithm].config_cls
+    assert "paper" in config.presets(algorithm)
+    paper = config.presets(algorithm)["paper"]
+    own = paper.pop("datasets", None) or {}
+    for dataset in [None, *_sections(algorithm), *own]:
+        cfg = build_config(cls, algorithm, dataset, preset="paper")
+        for key, value in {**paper, **own.get(dataset, {})}.items():
+            assert getattr(cfg, key) == value, (dataset, key)
+        sources = config.config_sources(cls, algorithm, dataset, preset="paper")
+        assert all(sources.get(k) in (None, "preset paper", f"preset paper, {dataset} section")
+                   for k in paper)
+
+
+def test_a_preset_sits_over_the_packaged_section_and_under_the_file_and_set(
+        tmp_path: Path) -> None:
+    from fedrec.algorithms.methods.fedgrec import FedGRecConfig
+
+    default = build_config(FedGRecConfig, "fedgrec", "gowalla")
+    paper = build_config(FedGRecConfig, "fedgrec", "gowalla", preset="paper")
+    assert default.own_edge_gradient and not paper.own_edge_gradient
+    assert paper.user_fit_steps == paper.user_fit_train_steps == 0
+    # The options the preset does not set keep the packaged Gowalla section's values.
+    assert paper.clients_per_round == default.clients_per_round == 1000
+    f = tmp_path / "my.yaml"
+    f.write_text("user_fit_steps: 7\n")
+    cfg = build_config(FedGRecConfig, "fedgrec", "gowalla", f, ["own_edge_gradient=true"],
+                       preset="paper")
+    assert (cfg.user_fit_steps, cfg.own_edge_gradient, cfg.user_fit_train_steps) == (7, True, 0)
+    assert config.config_sources(FedGRecConfig, "fedgrec", "gowalla", f,
+                                 ["own_edge_gradient=true"], preset="paper") == {
+        "rounds": "packaged gowalla section", "clients_per_round": "packaged gowalla section",
+        "eval_every": "packaged gowalla section",  # own_edge_gradient: back at its default
+        "user_fit_steps": f"file {f}", "user_fit_train_steps": "preset paper",
+        "split": "packaged gowalla section", "plain_upload": "packaged gowalla section"}
+
+
+def test_an_unknown_preset_is_one_line_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"^unknown preset 'papers' for fcf; known: paper$"):
+        build_config(FCFConfig, "fcf", preset="papers")
+
+
+def test_config_show_preset_folds_the_preset_in(tmp_path: Path) -> None:
+    text = config_show_text("feras", preset="paper")
+    assert re.search(r"^hidden: 16 .*# from: preset paper, default 128", text, re.M)
+    f = tmp_path / "paper.yaml"
+    f.write_text(text)
+    from fedrec.algorithms.methods.feras import FerasConfig
+
+    assert build_config(FerasConfig, "feras", "cora", f) == build_config(
+        FerasConfig, "feras", "cora", preset="paper")
+
+
+def test_a_record_made_before_a_default_changed_reads_with_the_old_value() -> None:
+    from fedrec.algorithms.methods.fedgrec import FedGRecConfig
+
+    cfg = FedGRecConfig()
+    old = {k: v for k, v in to_dict(cfg).items()
+           if k not in ("own_edge_gradient", "user_fit_steps", "user_fit_train_steps")}
+    filled = config.with_new_defaults(old, cfg)
+    assert (filled["own_edge_gradient"], filled["user_fit_steps"],
+            filled["user_fit_train_steps"]) == (False, 0, 0)
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))

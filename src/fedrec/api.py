@@ -55,12 +55,14 @@ __all__ = ["RunOptions", "RunResult", "compare", "load_dataset", "make_config", 
 
 
 def make_config(algorithm: str, dataset: str | os.PathLike[str] | None = None,
-           config_file: str | Path | None = None, **options: Any) -> RunConfig:
+           config_file: str | Path | None = None, preset: str | None = None,
+           **options: Any) -> RunConfig:
     """The configuration of ``algorithm`` on ``dataset``: its defaults, the packaged
-    per-dataset settings, ``config_file`` (YAML) and ``options`` (as ``--set`` gives them), in
-    that order; an unknown option or a bad value is a :class:`ConfigError`."""
+    per-dataset settings, ``preset`` (``"paper"``: the paper's settings), ``config_file``
+    (YAML) and ``options`` (as ``--set`` gives them), in that order; an unknown option or
+    preset, or a bad value, is a :class:`ConfigError`."""
     name = os.fspath(dataset) if dataset is not None else None
-    return resolve_config(algorithm, name, config_file, options)
+    return resolve_config(algorithm, name, config_file, options, preset)
 
 
 def _overrides(cfg: RunConfig | dict[str, Any] | None) -> dict[str, Any]:
@@ -77,6 +79,7 @@ def run(
     *,
     config: RunConfig | dict[str, Any] | None = None,
     config_file: str | Path | None = None,
+    preset: str | None = None,
     dataset_options: dict[str, Any] | None = None,
     data_dir: str | Path | None = None,
     out: str | Path | None = None,
@@ -86,9 +89,10 @@ def run(
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset`` (a catalogue name or a file) and return its result.
 
-    ``config``: a :func:`make_config` result or a dict of options (over the defaults and
-    ``config_file``). ``out``: the run's folder (``results.json``; on the simulator also the
-    checkpoint a later ``resume=True`` continues from).
+    ``config``: a :func:`make_config` result or a dict of options (over the defaults,
+    ``preset`` and ``config_file``; pass ``preset`` here too, so that the run records it).
+    ``out``: the run's folder (``results.json``; on the simulator also the checkpoint a later
+    ``resume=True`` continues from).
 
     How the run executes: ``options``, a :class:`~fedrec.options.RunOptions`, and/or its
     fields as keywords (over ``options``), each with its one default and check there:
@@ -119,11 +123,13 @@ def run(
         if opts.engine == "simulator":
             return run_experiment(algorithm, dataset, data_dir=data_dir,
                                   config_file=config_file, overrides=overrides, out_dir=out,
-                                  dataset_options=dataset_options, options=opts)
+                                  dataset_options=dataset_options, options=opts,
+                                  preset=preset)
         from fedrec.engines.flower.deploy import deploy
 
         result = deploy(algorithm, os.fspath(dataset), data_dir=data_dir,
-                        config_file=config_file, overrides=overrides, out_dir=out, options=opts)
+                        config_file=config_file, overrides=overrides, out_dir=out, options=opts,
+                        preset=preset)
         return result_from_json(result)
     finally:
         torch.set_num_threads(before)

@@ -5,11 +5,25 @@ Resolution order (later wins), the layers of :func:`build_config`:
 1. ``default``: the defaults of the algorithm's config dataclass (each field an :func:`option`:
    the value ``fedrec run`` uses, and a one-line doc);
 2. ``packaged D section``: the ``datasets: {D: {...}}`` section for the chosen dataset D in the
-   algorithm's packaged YAML (``fedrec/configs/NAME.yaml``, which holds nothing else): the
-   settings tuned for D;
-3. ``file F``: the top level of the user's ``--config F``;
-4. ``file F, D section``: that file's own ``datasets: {D: {...}}`` section;
-5. ``--set``: ``--set key=value`` overrides (the Python API's ``config=``/``overrides``).
+   algorithm's packaged YAML (``fedrec/configs/NAME.yaml``): the settings tuned for D;
+3. ``preset P`` and ``preset P, D section``: with ``--preset P``, the top level of the packaged
+   ``presets: {P: {...}}`` entry, then its own ``datasets: {D: {...}}`` section;
+4. ``file F``: the top level of the user's ``--config F``;
+5. ``file F, D section``: that file's own ``datasets: {D: {...}}`` section;
+6. ``--set``: ``--set key=value`` overrides (the Python API's ``config=``/``overrides``).
+
+Defaults and presets. The defaults (layers 1 and 2) are the best settings fedrec has chosen on
+validation for the method, per dataset where a packaged section exists; a dataset with no
+packaged section (a user's own file, a catalogue dataset nobody tuned on) runs the config
+class's defaults, which were chosen on the method's main dataset (its docs page names it and
+reports a generalisation row on a dataset of the same kind that no default was tuned on). Every
+algorithm has a ``paper`` preset: the settings its reproduction runs as the paper's method,
+exactly (``fedrec reproduce`` passes ``--preset paper`` for those rows); where the defaults are
+the paper's, the preset is empty and its comment says so. A default never weakens a privacy
+mechanism relative to the ``paper`` preset: privacy parameters are not tuning knobs. A preset
+sits over the packaged dataset sections because a user who names one asks for those settings
+whatever the dataset; the packaged sections still apply to the options it does not set (data
+handling such as a given split, cohort sizes for a large population).
 
 Why the user's top level beats the packaged section: a value a user writes into a file is meant
 to run; a packaged section is a default that happens to depend on the dataset. Were it the other
@@ -39,6 +53,7 @@ one-line message.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import shlex
 import types
@@ -52,12 +67,20 @@ import yaml
 
 from fedrec.errors import ConfigError
 
+#: ``option(..., absent=...)`` not given: a record without the option implies its default.
+_AT_DEFAULT = object()
 
-def option(default: Any, doc: str = "") -> Any:
+
+def option(default: Any, doc: str = "", absent: Any = _AT_DEFAULT) -> Any:
     """A config field: its default (what ``fedrec run`` uses) and the one-line doc ``fedrec
     config show`` prints beside it. A subclass redeclaring a field only to change its default may
-    leave ``doc`` empty: the doc of the base class's field then applies (:func:`option_doc`)."""
-    return dataclasses.field(default=default, metadata={"doc": doc} if doc else {})
+    leave ``doc`` empty: the doc of the base class's field then applies (:func:`option_doc`).
+    ``absent``: the value a record written before the option existed was made with, where the
+    default has since changed (:func:`with_new_defaults`)."""
+    metadata: dict[str, Any] = {"doc": doc} if doc else {}
+    if absent is not _AT_DEFAULT:
+        metadata["absent"] = absent
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def option_doc(cls: type, name: str) -> str:
@@ -208,16 +231,75 @@ def packaged_sections_text(algorithm: str) -> str:
         return ""
 
 
-def _packaged_sections(algorithm: str) -> dict[str, Any]:
-    """The packaged file read, holding a ``datasets:`` section only: the defaults live in the
-    config dataclass, and a default written here too would be a second source of truth."""
+#: The packaged measurements of what the paper's privacy setting costs where it leaves a method
+#: near chance (``fedrec reproduce defaults`` writes it: :mod:`fedrec.reproduce.defaults`).
+PRIVACY_COSTS_NAME = "privacy_costs.json"
+
+
+def measured_privacy_costs() -> list[dict[str, Any]]:
+    """The packaged :data:`PRIVACY_COSTS_NAME` (empty when there is none)."""
+    try:
+        text = resources.files("fedrec.configs").joinpath(PRIVACY_COSTS_NAME).read_text()
+    except FileNotFoundError:
+        return []
+    costs: list[dict[str, Any]] = json.loads(text)
+    return costs
+
+
+def privacy_cost(algorithm: str, dataset: str, values: typing.Mapping[str, Any],
+                 costs: typing.Sequence[typing.Mapping[str, Any]] | None = None) -> str | None:
+    """One line for a run's summary when its configuration ``values`` has a privacy setting
+    measured to leave ``algorithm`` near chance on ``dataset`` (``costs``, default
+    :func:`measured_privacy_costs`): the metric with it and without it, and the command that
+    measured them; None when nothing measured applies."""
+    for c in measured_privacy_costs() if costs is None else costs:
+        if (c["algorithm"], c["dataset"]) == (algorithm, dataset) and all(
+                values.get(k) == v for k, v in c["mechanism"].items()):
+            return (f"{c['label']} leaves {c['metric']} near chance here: {c['with']:.4f}, "
+                    f"against {c['without']:.4f} without it ({c['command']}); "
+                    "the DP modes are in docs/privacy.md")
+    return None
+
+
+def _packaged(algorithm: str) -> dict[str, Any]:
+    """The packaged file read, holding a ``datasets:`` and a ``presets:`` section only: the
+    defaults live in the config dataclass, and a default written here too would be a second
+    source of truth."""
     source = f"{algorithm}.yaml"
     data = _read_yaml(packaged_sections_text(algorithm), source)
-    extra = sorted(set(data) - {"datasets"})
+    extra = sorted(set(data) - {"datasets", "presets"})
     if extra:
-        raise ConfigError(f"{source}: only a datasets: section belongs here (the defaults are "
-                          f"the config class's), got {', '.join(extra)}")
+        raise ConfigError(f"{source}: only datasets: and presets: sections belong here (the "
+                          f"defaults are the config class's), got {', '.join(extra)}")
     return data
+
+
+def _packaged_sections(algorithm: str) -> dict[str, Any]:
+    """The packaged file's ``datasets:`` section, as ``{"datasets": ...}``."""
+    data = _packaged(algorithm)
+    return {"datasets": data["datasets"]} if "datasets" in data else {}
+
+
+def presets(algorithm: str) -> dict[str, dict[str, Any]]:
+    """``{name: options}`` of the algorithm's packaged presets (each a mapping of options, with
+    an optional ``datasets:`` section of its own), checked to be mappings."""
+    source = f"{algorithm}.yaml"
+    found = _packaged(algorithm).get("presets") or {}
+    if not isinstance(found, dict):
+        raise ConfigError(f"{source}: presets: expected a mapping of preset name: options")
+    for name, options in found.items():
+        if options is not None and not isinstance(options, dict):
+            raise ConfigError(f"{source}: presets: {name}: expected a mapping of option: value")
+    return {name: dict(options or {}) for name, options in found.items()}
+
+
+def _preset(algorithm: str, name: str) -> dict[str, Any]:
+    """The options of preset ``name``, or a ConfigError naming the ones there are."""
+    known = presets(algorithm)
+    if name not in known:
+        raise ConfigError(f"unknown preset {name!r} for {algorithm}; known: "
+                          f"{', '.join(known) or 'none'}")
+    return known[name]
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -227,7 +309,8 @@ def _yaml_scalar(value: Any) -> str:
 
 
 def default_config_text(cls: type[RunConfig], algorithm: str,
-                        heading: typing.Sequence[str] = (), dataset: str | None = None) -> str:
+                        heading: typing.Sequence[str] = (), dataset: str | None = None,
+                        preset: str | None = None) -> str:
     """What ``fedrec config show`` prints (:func:`fedrec.algorithms.config_show_text` gives the
     algorithm's class and ``heading``): ``heading`` as comments, then every option of ``cls``
     with its doc and its value: the default, or with ``dataset`` (a catalogue name) the value
@@ -237,7 +320,8 @@ def default_config_text(cls: type[RunConfig], algorithm: str,
     as its own ``datasets:`` section would override its own top level on those datasets, the
     values a user edits. A valid ``--config`` file that sets every option, so that once edited
     it is what runs (on any dataset); unedited it resolves to the same configuration as no file
-    for ``dataset`` (without one: for any dataset that has no packaged section)."""
+    for ``dataset`` (without one: for any dataset that has no packaged section). With
+    ``preset``, the values are the preset's over them (marked ``# from: preset P``)."""
     if dataset is not None:
         from fedrec.data.catalog import SPECS
 
@@ -245,7 +329,7 @@ def default_config_text(cls: type[RunConfig], algorithm: str,
             raise ConfigError(f"config show --dataset takes a catalogue name, got {dataset!r} "
                               f"(known: {', '.join(SPECS)}); a file or folder of your own has "
                               "no packaged section: its run starts from the defaults")
-    cfg, origin = _resolve(cls, algorithm, dataset)
+    cfg, origin = _resolve(cls, algorithm, dataset, preset=preset)
     rows = []
     for f in dataclasses.fields(cls):
         value, doc = getattr(cfg, f.name), option_doc(cls, f.name)
@@ -272,6 +356,10 @@ def default_config_text(cls: type[RunConfig], algorithm: str,
     else:
         intro = [f"# What `fedrec run {algorithm} --dataset {dataset}` uses: the defaults of",
                  f"# {where} ({algorithm} has no packaged {dataset} section)."]
+    if preset is not None:
+        intro += [f"# With --preset {preset}: its values are folded in (marked \"from: preset\")."]
+    intro += [f"# Presets: {', '.join(presets(algorithm))} (fedrec config show {algorithm} "
+              "--preset NAME)."]
     lines = [
         *(f"# {line}" for line in heading),
         *intro,
@@ -332,13 +420,20 @@ SET = "--set"
 
 
 def _layers(algorithm: str, dataset: str | None, config_file: str | Path | None,
-            overrides: typing.Sequence[str] | dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+            overrides: typing.Sequence[str] | dict[str, Any],
+            preset: str | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The layers over the defaults, lowest first (the module docstring), each as (its source,
     the options it sets)."""
     layers = []
     packaged = _dataset_sections(_packaged_sections(algorithm), f"{algorithm}.yaml")
     if dataset is not None and dataset in packaged:
         layers.append((f"packaged {dataset} section", packaged[dataset] or {}))
+    if preset is not None:
+        chosen = _preset(algorithm, preset)
+        own = _dataset_sections(chosen, f"{algorithm}.yaml presets: {preset}")
+        layers.append((f"preset {preset}", chosen))
+        if dataset is not None and dataset in own:
+            layers.append((f"preset {preset}, {dataset} section", own[dataset] or {}))
     if config_file is not None:
         path = Path(config_file)
         data = _read_yaml(_read_config_file(path), str(path))
@@ -400,11 +495,12 @@ def build_config(
     dataset: str | None = None,
     config_file: str | Path | None = None,
     overrides: typing.Sequence[str] | dict[str, Any] = (),
+    preset: str | None = None,
 ) -> C:
     """Resolve the configuration of one run of ``algorithm`` with options ``cls`` (see the
     module docstring). ``cls`` must be the algorithm's own class: another's defaults would
     apply silently; :func:`fedrec.algorithms.resolve_config` looks it up."""
-    return _resolve(cls, algorithm, dataset, config_file, overrides)[0]
+    return _resolve(cls, algorithm, dataset, config_file, overrides, preset)[0]
 
 
 def config_sources(
@@ -413,12 +509,14 @@ def config_sources(
     dataset: str | None = None,
     config_file: str | Path | None = None,
     overrides: typing.Sequence[str] | dict[str, Any] = (),
+    preset: str | None = None,
 ) -> dict[str, str]:
     """``{option: source}`` for every option of the configuration :func:`build_config` resolves
     (same arguments) whose value is not its default, in field order: the last layer that set it
-    (``packaged D section``, ``file F``, ``file F, D section``, ``--set``: the module
-    docstring). An option at its default is left out, even where a layer wrote the default."""
-    cfg, origin = _resolve(cls, algorithm, dataset, config_file, overrides)
+    (``packaged D section``, ``preset P``, ``file F``, ``file F, D section``, ``--set``: the
+    module docstring). An option at its default is left out, even where a layer wrote the
+    default."""
+    cfg, origin = _resolve(cls, algorithm, dataset, config_file, overrides, preset)
     return {f.name: origin.get(f.name, DEFAULT) for f in dataclasses.fields(cfg)
             if not _at_default(f, getattr(cfg, f.name))}
 
@@ -429,11 +527,12 @@ def _resolve(
     dataset: str | None = None,
     config_file: str | Path | None = None,
     overrides: typing.Sequence[str] | dict[str, Any] = (),
+    preset: str | None = None,
 ) -> tuple[C, dict[str, str]]:
     """The configuration, and the source of every option some layer set."""
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
-    for source, layer in _layers(algorithm, dataset, config_file, overrides):
+    for source, layer in _layers(algorithm, dataset, config_file, overrides, preset):
         values.update(layer)
         origin.update(dict.fromkeys(layer, source))
     hints = typing.get_type_hints(cls)
@@ -460,7 +559,9 @@ def with_new_defaults(stored: dict[str, Any], cfg: RunConfig) -> dict[str, Any]:
     to its default in ``cfg``'s class. An option is added with a default that keeps the old
     behaviour, so a run stored before it existed was made with that default: comparing the
     filled record keeps a finished run (or a checkpoint) valid when an unrelated option appears,
-    and still tells it apart from a run that sets the new option otherwise."""
-    defaults = {f.name: f.default for f in dataclasses.fields(cfg)
+    and still tells it apart from a run that sets the new option otherwise. An option whose
+    default changed after it was added fills in the value it had then (``option(absent=)``).
+    """
+    defaults = {f.name: f.metadata.get("absent", f.default) for f in dataclasses.fields(cfg)
                 if f.default is not dataclasses.MISSING}
     return {**{k: v for k, v in defaults.items() if k not in stored}, **stored}

@@ -234,8 +234,12 @@ def run_experiment(
     out_dir: str | Path | None = None,
     dataset_options: dict[str, Any] | None = None,
     options: RunOptions | None = None,
+    preset: str | None = None,
 ) -> RunResult:
     """Train ``algorithm`` on ``dataset``; see the module docstring for files and resuming.
+
+    ``preset``: a packaged preset of the algorithm (``paper``: :mod:`fedrec.config`) resolved
+    under ``config_file`` and ``overrides``.
 
     ``dataset``: a catalogue name or a user's file (:func:`~fedrec.data.load_dataset`); the run
     of a file also writes :data:`ID_MAP_NAME` (its raw ids) beside ``results.json``.
@@ -259,7 +263,7 @@ def run_experiment(
     opts.refuse(["max_users"], "fedrec run (use --data-opt to choose the data)")
     reset_peak_rss()  # this run's peak memory, not an earlier run's in the same process
     spec = get_algorithm(algorithm)
-    cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides)
+    cfg: RunConfig = resolve_config(algorithm, dataset, config_file, overrides, preset)
     dev = opts.torch_device()
     user_file = is_user_file(dataset)
     dataset = os.fspath(dataset)
@@ -297,7 +301,7 @@ def run_experiment(
         trainer = spec.trainer(cfg, ds, dev, opts.client_secret)
         result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(data_options))
         result.config_sources = config_sources(spec.config_cls, algorithm, dataset,
-                                               config_file, overrides)
+                                               config_file, overrides, preset)
         checkpoint = None
         if out is not None:
             # A finished result is removed only when this run writes its first checkpoint in

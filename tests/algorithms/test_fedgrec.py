@@ -34,7 +34,10 @@ SMALL = {"dim": 8, "num_layers": 2, "clients_per_round": 10, "local_steps": 2,
 
 
 def config(**overrides) -> FedGRecConfig:
-    return build_config(FedGRecConfig, "fedgrec", "ml-100k", overrides=overrides)
+    """The paper's FedGRec (``--preset paper``), which these tests check step by step; the
+    own-edge gradient and the user fit are set explicitly where a test is about them."""
+    return build_config(FedGRecConfig, "fedgrec", "ml-100k", overrides=overrides,
+                        preset="paper")
 
 
 def first_users(ds: RatingDataset, n: int) -> RatingDataset:

@@ -107,7 +107,8 @@ def test_shared_projections_give_every_host_the_centralized_first_layer(cora) ->
     # host for a public node): a host's H1 = ReLU(A_hat P + b1) then has every neighbour's
     # attributes, the centralized first layer, which no host's own H1 of a node with unseen
     # neighbours has.
-    tr = trainer(cora, share_at="projection", iterations_per_round=2, weight_every=2)
+    tr = trainer(cora, share_at="projection", embedding_noise=0.0, iterations_per_round=2,
+                 weight_every=2)
     seen = record(tr)
     tr.train_round(1)
     evaluate_splits(tr)
@@ -330,8 +331,8 @@ def test_the_memory_estimate_grows_by_what_a_host_holds(cora) -> None:
     sizes = dataset_sizes(cora)
 
     def total(**overrides) -> int:
-        return sum(feras_memory(resolve_config("feras", "cora", overrides=overrides),
-                                sizes).values())
+        return sum(feras_memory(resolve_config("feras", "cora", overrides=overrides,
+                                               preset="paper"), sizes).values())
 
     per_host = (total(num_hosts=1004) - total(num_hosts=4)) / 1000
     public_rows = cora.x[assign_private_nodes(cora.num_nodes, 4, 0.5) == -1].nbytes

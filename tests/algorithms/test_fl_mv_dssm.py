@@ -207,7 +207,9 @@ def test_registered() -> None:
     assert spec.config_cls is FLMVDSSMConfig and spec.dataset_kinds == ("rating",)
     cfg = config()
     assert (cfg.client_lr, cfg.server_lr, cfg.client_batch, cfg.clients_per_round,
-            cfg.rounds) == (0.2, 0.001, 20, 100, 100)
+            cfg.rounds, cfg.noise_multiplier) == (0.2, 0.003, 20, 100, 100, 1.0)
+    paper = resolve_config("fl-mv-dssm", "ml-100k", preset="paper")
+    assert (paper.server_lr, paper.gamma, paper.noise_multiplier) == (0.001, 10.0, 1.0)
 
 
 def test_most_popular_floor(mv: MultiViewData) -> None:

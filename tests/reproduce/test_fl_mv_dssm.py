@@ -60,7 +60,7 @@ def test_plan_covers_every_table_and_quick_is_the_same_settings_in_fewer_rounds(
 def test_the_runs_table_commands_parse_back_to_the_settings() -> None:
     parser = build_parser()
     for spec in [*plan(3, quick=False), *plan(1, quick=True)]:
-        words = shlex.split(command_of(spec.algorithm, spec.dataset, spec.overrides))
+        words = shlex.split(command_of(spec))
         assert words[:2] == ["fedrec", "run"]
         args = parser.parse_args(words[1:])
         assert (args.algorithm, args.dataset) == (spec.algorithm, spec.dataset)

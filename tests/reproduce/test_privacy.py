@@ -30,8 +30,7 @@ def test_grid_has_every_epsilon_and_reference_per_method_and_dataset() -> None:
 def test_the_runs_table_commands_parse_back_to_the_settings() -> None:
     parser = build_parser()
     for spec in [*plan(1, quick=False), *plan(1, quick=True)]:
-        args = parser.parse_args(shlex.split(command_of(spec.algorithm, spec.dataset,
-                                                        spec.overrides))[1:])
+        args = parser.parse_args(shlex.split(command_of(spec))[1:])
         assert parse_options(args.set, "--set") == {**spec.overrides, "seed": "S"}, spec.key
 
 

@@ -58,27 +58,31 @@ def get_algorithm(name: str) -> AlgorithmSpec:
 
 
 def resolve_config(name: str, dataset: str | None = None, config_file: str | Path | None = None,
-                   overrides: Sequence[str] | dict[str, Any] = ()) -> RunConfig:
-    """The configuration ``fedrec run NAME --dataset DATASET`` resolves, in the algorithm's own
-    config class (:func:`fedrec.config.build_config`)."""
-    return build_config(get_algorithm(name).config_cls, name, dataset, config_file, overrides)
+                   overrides: Sequence[str] | dict[str, Any] = (),
+                   preset: str | None = None) -> RunConfig:
+    """The configuration ``fedrec run NAME --dataset DATASET [--preset P]`` resolves, in the
+    algorithm's own config class (:func:`fedrec.config.build_config`)."""
+    return build_config(get_algorithm(name).config_cls, name, dataset, config_file, overrides,
+                        preset)
 
 
 def resolve_config_sources(name: str, dataset: str | None = None,
                            config_file: str | Path | None = None,
-                           overrides: Sequence[str] | dict[str, Any] = ()) -> dict[str, str]:
+                           overrides: Sequence[str] | dict[str, Any] = (),
+                           preset: str | None = None) -> dict[str, str]:
     """Where each option of :func:`resolve_config`'s configuration (same arguments) that is not
     at its default came from (:func:`fedrec.config.config_sources`)."""
-    return config_sources(get_algorithm(name).config_cls, name, dataset, config_file, overrides)
+    return config_sources(get_algorithm(name).config_cls, name, dataset, config_file, overrides,
+                          preset)
 
 
-def config_show_text(name: str, dataset: str | None = None) -> str:
+def config_show_text(name: str, dataset: str | None = None, preset: str | None = None) -> str:
     """What ``fedrec config show NAME [--dataset DATASET]`` prints
     (:func:`fedrec.config.default_config_text`): a ``--config`` file setting every option, to
     the defaults or, with ``dataset``, to what a run on it resolves."""
     spec = get_algorithm(name)
     return default_config_text(spec.config_cls, name, [f"{name}: {spec.summary}", spec.paper],
-                               dataset)
+                               dataset, preset)
 
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "FederatedJob", "ServerLogic", "Trainer",

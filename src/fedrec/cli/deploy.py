@@ -23,7 +23,12 @@ import os
 import sys
 from typing import Any
 
-from fedrec.cli.options import add_client_secret_option, add_run_option, run_options_of
+from fedrec.cli.options import (
+    add_client_secret_option,
+    add_preset_option,
+    add_run_option,
+    run_options_of,
+)
 from fedrec.cli.summary import format_bytes, summary_rows, table
 from fedrec.options import EXECUTORS
 
@@ -34,6 +39,7 @@ def add_deploy_parser(sub: Any) -> None:
     dep.add_argument("algorithm")
     dep.add_argument("--dataset", required=True)
     dep.add_argument("--config", help="YAML file overriding the algorithm's defaults")
+    add_preset_option(dep)
     dep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     add_run_option(dep, "nodes", metavar="N")
     add_run_option(dep, "max_users", metavar="N")
@@ -67,7 +73,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     # simulator: both then draw the same.
     options = run_options_of(args, "flower")
     result = deploy(args.algorithm, args.dataset, data_dir=args.data_dir, config_file=args.config,
-                    overrides=args.set or [], out_dir=args.out, options=options)
+                    overrides=args.set or [], out_dir=args.out, options=options,
+                    preset=args.preset)
     eng = result["engine"]
     rows = [("engine", f"flower (1 SuperLink, {eng['nodes']} SuperNodes on 127.0.0.1, "
                        f"{eng['clients']} clients)")]
@@ -87,7 +94,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
         sim = simulate(args.algorithm, args.dataset, data_dir=args.data_dir,
                        config_file=args.config, overrides=args.set or [],
-                       options=options).to_json()
+                       options=options, preset=args.preset).to_json()
         print("\nin-process simulator, same job:")
         print(table(summary_rows(sim)))
         only_sim = sorted(set(sim["final"]) - set(result["final"]))

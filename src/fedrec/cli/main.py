@@ -32,7 +32,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fedrec.cli.options import add_client_secret_option, add_run_option, run_options_of
+from fedrec.cli.options import (
+    add_client_secret_option,
+    add_preset_option,
+    add_run_option,
+    run_options_of,
+)
 from fedrec.cli.summary import summary_rows, table
 from fedrec.core.threads import check_threads, set_threads
 from fedrec.errors import ConfigError, FedrecError
@@ -50,6 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         dataset_options=parse_options(args.data_opt, "--data-opt"),
         data_dir=args.data_dir,
         config_file=args.config,
+        preset=args.preset,
         config=dict(parse_override(item) for item in args.set or []),
         out=args.out,
         options=run_options_of(args, "simulator"),
@@ -126,7 +132,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     from fedrec.algorithms import config_show_text, get_algorithm
 
     get_algorithm(args.algorithm)
-    sys.stdout.write(config_show_text(args.algorithm, args.dataset))
+    sys.stdout.write(config_show_text(args.algorithm, args.dataset, args.preset))
     return 0
 
 
@@ -182,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "interactions (CSV, TSV, Parquet; --data-opt names its columns and split) "
                      "or a folder of a graph (edges.csv, features.npy, labels.csv, ...)")
     run.add_argument("--config", help="YAML file overriding the algorithm's defaults")
+    add_preset_option(run)
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
                      help="one dataset option, e.g. split=u3 for ML-100K's third GroupLens "
@@ -238,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument("--dataset", metavar="NAME",
                      help="write the values a run on this catalogue dataset uses: its packaged "
                      "settings folded in, each marked with where it came from")
+    add_preset_option(cfg)
     cfg.set_defaults(func=cmd_config_show)
 
     ds = sub.add_parser("datasets", help="list, describe or verify datasets")

@@ -39,6 +39,13 @@ def add_run_option(parser: argparse.ArgumentParser, name: str, **kwargs: Any) ->
                             **kwargs)
 
 
+def add_preset_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--preset", metavar="NAME",
+        help="a packaged setting over the defaults: paper (the paper's settings, as its "
+             "reproduction runs them); the defaults are the best fedrec chose on validation")
+
+
 def add_client_secret_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         _flag("client_secret"), metavar="HEX",

@@ -35,6 +35,11 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
         ("bytes total", format_bytes(totals.get("bytes_total", 0))),
     ]
     rows += privacy_rows(r.get("privacy") or {})
+    from fedrec.config import privacy_cost
+
+    cost = privacy_cost(r["algorithm"], r["dataset"], r["config"])
+    if cost is not None:
+        rows.append(("privacy cost", cost))
     rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
     return rows
 

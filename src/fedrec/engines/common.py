@@ -48,9 +48,11 @@ def resolve(
     dataset: str,
     config_file: str | Path | None = None,
     overrides: Sequence[str] | dict[str, Any] = (),
+    preset: str | None = None,
 ) -> tuple[AlgorithmSpec, RunConfig]:
     """The algorithm's registry entry and its resolved configuration (as ``fedrec run``)."""
-    return get_algorithm(algorithm), resolve_config(algorithm, dataset, config_file, overrides)
+    return get_algorithm(algorithm), resolve_config(algorithm, dataset, config_file, overrides,
+                                                    preset)
 
 
 def slice_users(ds: Dataset, n: int | None) -> Dataset:
@@ -131,6 +133,7 @@ def simulate(
     overrides: Sequence[str] | dict[str, Any] = (),
     options: RunOptions | None = None,
     on_round: Callable[[dict[str, Any]], None] | None = None,
+    preset: str | None = None,
 ) -> RunResult:
     """The same job in fedrec's in-process simulator: what a deployment is compared with.
 
@@ -144,7 +147,7 @@ def simulate(
     opts = options or RunOptions()
     opts.refuse(["resume", "checkpoint_every", "stop_after", "log_dir"],
                 "simulate (no output directory: use fedrec run)")
-    spec, cfg = resolve(algorithm, dataset, config_file, overrides)
+    spec, cfg = resolve(algorithm, dataset, config_file, overrides, preset)
     if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm")
     dev = opts.torch_device()

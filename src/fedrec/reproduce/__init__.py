@@ -16,6 +16,7 @@ from fedrec.errors import ConfigError
 #: Each reproduction's module, imported on first use (each pulls in its algorithms), which
 #: defines ``reproduce(out, *, quick, seeds, ...)``.
 REPRODUCTIONS: dict[str, str] = {
+    "defaults": "fedrec.reproduce.defaults",
     "fedgnn": "fedrec.reproduce.fedgnn",
     "fedgrec": "fedrec.reproduce.fedgrec",
     "feras": "fedrec.reproduce.feras",

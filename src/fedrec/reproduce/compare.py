@@ -154,12 +154,15 @@ def run_command(run: Run) -> str:
     and ``--out`` its folder."""
     res = run.result
     algorithm, dataset = str(res["algorithm"]), str(res["dataset"])
+    preset = res.get("preset")
     # Through JSON, as results.json was written (tuples become lists).
-    defaults = json.loads(json.dumps(to_dict(resolve_config(algorithm, dataset))))
+    defaults = json.loads(json.dumps(to_dict(resolve_config(algorithm, dataset, preset=preset))))
     opts = option_flags("--data-opt", res.get("dataset_options", {}))
     sets = option_flags("--set", {k: v for k, v in res.get("config", {}).items()
                                   if defaults.get(k) != v})
-    return f"fedrec run {algorithm} --dataset {dataset}{opts}{sets} --out {run.path.parent}"
+    named = f" --preset {preset}" if preset else ""
+    return (f"fedrec run {algorithm} --dataset {dataset}{named}{opts}{sets} "
+            f"--out {run.path.parent}")
 
 
 def _mib(n: float) -> str:

@@ -150,6 +150,12 @@ def algorithm_of(method: str) -> str:
     return ALGORITHM.get(method, method)
 
 
+def preset_of(method: str) -> str | None:
+    """Every FedGRec row runs FedGRec's ``paper`` preset (the paper's Step 3 and ranking), its
+    variants' options set over it; the other algorithms run their defaults."""
+    return "paper" if algorithm_of(method) == "fedgrec" else None
+
+
 def overrides(method: str, dataset: str, quick: bool,
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A table row's overrides: its settings, then (--quick) the short schedule, then ``extra``."""
@@ -166,7 +172,8 @@ def candidates(method: str, seeds: int, quick: bool) -> Candidates | None:
         options = dict(list(options.items())[:1])
     return Candidates(f"table/ml-100k/{method}", algorithm_of(method), "ml-100k",
                       {label: overrides(method, "ml-100k", quick, extra)
-                       for label, extra in options.items()}, tuple(range(seeds)))
+                       for label, extra in options.items()}, tuple(range(seeds)),
+                      preset=preset_of(method))
 
 
 def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool,
@@ -181,11 +188,11 @@ def plan(datasets: list[str], seeds: int, sweep_seeds: int, quick: bool,
         if method in CANDIDATES:
             extra = CANDIDATES[method][chosen.get(method, next(iter(CANDIDATES[method])))]
         return RunSpec(f"table/{ds}/{method}", algorithm_of(method), ds,
-                       overrides(method, ds, quick, extra), table)
+                       overrides(method, ds, quick, extra), table, preset=preset_of(method))
 
     def fedgrec(key: str, extra: dict[str, Any], method: str = "fedgrec") -> RunSpec:
         return RunSpec(key, "fedgrec", "ml-100k", overrides(method, "ml-100k", quick, extra),
-                       sweep)
+                       sweep, preset="paper")
 
     # ML-100K first, Gowalla last: a reproduction stopped early (see --report-only) has the most
     # informative part done.

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrec.algorithms.methods.feras import FerasConfig
+from fedrec.config import presets
 from fedrec.options import RunOptions
 from fedrec.reproduce.report import (
     ci95,
@@ -81,8 +81,11 @@ SAMPLER_METHODS = ("feras", "isolated")
 ATTACKED = (("attack", "H1 (p = 1)", {}),
             ("attack/projection", "X W1 (shared projections)", {"share_at": "projection"}))
 #: Feras's network, centralized: ``network=gcn-dense`` with Feras's width and dropout rate.
-FERAS_NETWORK = {"network": "gcn-dense", "hidden": FerasConfig.hidden,
-                 "feature_dropout": FerasConfig.feature_dropout}
+#: Feras's ``paper`` preset: every Feras run here uses it (the rows that vary the network or
+#: what is shared set those options over it).
+PAPER = presets("feras")["paper"]
+FERAS_NETWORK = {"network": "gcn-dense", "hidden": PAPER["hidden"],
+                 "feature_dropout": PAPER["feature_dropout"]}
 #: (key, algorithm, label, overrides) of the centralized models, every attribute visible.
 CENTRAL = (("saint-central-feras-net", "saint-central",
             "centralized GraphSAINT, Feras's network", FERAS_NETWORK),
@@ -129,10 +132,11 @@ def specs_of(key: str, algorithm: str, split: str, overrides: dict[str, Any],
              seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:
     """The runs of one cell; on the random split one spec per seed (split seed = run seed)."""
     ov = {**(QUICK.get(algorithm, {}) if quick else {}), **overrides}
+    preset = "paper" if algorithm == "feras" else None
     if split == "public":
-        return [RunSpec(key, algorithm, DATASET, ov, seeds)]
-    return [RunSpec(key, algorithm, DATASET, ov, (s,), {"split": "random", "seed": s})
-            for s in seeds]
+        return [RunSpec(key, algorithm, DATASET, ov, seeds, preset=preset)]
+    return [RunSpec(key, algorithm, DATASET, ov, (s,), {"split": "random", "seed": s},
+                    preset=preset) for s in seeds]
 
 
 def sampler_plan(seeds: tuple[int, ...], quick: bool) -> list[RunSpec]:

@@ -64,6 +64,9 @@ DATASET = "ml-100k"
 METRICS = ("Precision@10", "Recall@10", "NDCG@10", "AUC")
 COLD_STARTS = ("users", "items", "users-items")
 NOISE_OFF = {"noise_multiplier": 0.0}
+#: Every FL-MV-DSSM run and model here is FL-MV-DSSM's ``paper`` preset (the paper's server lr),
+#: its rows' options set over it.
+PRESET = "paper"
 PLAIN = {"secure_aggregation": False}
 #: (key, label, overrides) of each FL-MV-DSSM variant.
 VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -108,12 +111,13 @@ def plan(seeds: int, quick: bool) -> list[RunSpec]:
     s = tuple(range(seeds))
     fast = QUICK if quick else {}
     specs = [RunSpec(f"cold/{c}", "fl-mv-dssm", DATASET,
-                     {**fast, **PLAIN, **NOISE_OFF, "cold_start": c}, s) for c in COLD_STARTS]
+                     {**fast, **PLAIN, **NOISE_OFF, "cold_start": c}, s, preset=PRESET)
+             for c in COLD_STARTS]
     specs += [RunSpec(f"cold/fed-mvmf/{c}", "fed-mvmf", DATASET,
                       {**(QUICK_MVMF if quick else {}), "cold_start": c}, s)
               for c in COLD_STARTS]
-    specs += [RunSpec(f"variant/{key}", "fl-mv-dssm", DATASET, {**fast, **PLAIN, **ov}, s)
-              for key, _, ov in variant_rows(quick)]
+    specs += [RunSpec(f"variant/{key}", "fl-mv-dssm", DATASET, {**fast, **PLAIN, **ov}, s,
+                      preset=PRESET) for key, _, ov in variant_rows(quick)]
     specs.append(RunSpec("variant/fcf", "fcf", DATASET, {**(QUICK_FCF if quick else {}), **FCF},
                          s))
     specs += [RunSpec(f"variant/{key}", "fed-mvmf", DATASET,
@@ -124,7 +128,7 @@ def plan(seeds: int, quick: bool) -> list[RunSpec]:
 def _config(overrides: dict[str, Any]) -> Any:
     from fedrec.algorithms import resolve_config
 
-    return resolve_config("fl-mv-dssm", DATASET, overrides=overrides)
+    return resolve_config("fl-mv-dssm", DATASET, overrides=overrides, preset=PRESET)
 
 
 def _multiview(overrides: dict[str, Any], ds: Dataset) -> Any:

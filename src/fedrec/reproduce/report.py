@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from fedrec.config import option_flags
 from fedrec.reproduce.runner import RunSpec, status_of
 
 Results = list[dict[str, Any]]
@@ -102,20 +101,16 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     return "\n".join(out) + "\n"
 
 
-def command_of(spec_algorithm: str, dataset: str, overrides: dict[str, Any],
-               dataset_options: dict[str, Any] | None = None) -> str:
+def command_of(spec: RunSpec) -> str:
     """The ``fedrec run`` command of a setting at seed ``S``, its values written as ``--set``
     reads them (:func:`fedrec.config.option_flags`)."""
-    sets = option_flags("--set", overrides)
-    opts = option_flags("--data-opt", dataset_options or {})
-    return f"fedrec run {spec_algorithm} --dataset {dataset}{opts}{sets} --set seed=S"
+    return spec.command() + " --set seed=S"
 
 
 def finish_report(out: Path, lines: list[str], specs: Iterable[RunSpec]) -> Path:
     """Write ``lines`` and the ``## Runs`` section (each setting's key, its ``fedrec run``
     command and each seed's status) to ``OUT/README.md``; return its path."""
-    rows = [[s.key, "`" + command_of(s.algorithm, s.dataset, s.overrides, s.dataset_options)
-             + "`", status_of(out, s)] for s in specs]
+    rows = [[s.key, "`" + command_of(s) + "`", status_of(out, s)] for s in specs]
     out.mkdir(parents=True, exist_ok=True)  # a report-only pass may have run nothing
     path = out / "README.md"
     path.write_text("\n".join([*lines, "## Runs\n", markdown_table(["key", "command", "status"],

@@ -48,6 +48,16 @@ class RunSpec:
     #: ``fedrec run --data-opt`` (e.g. ``{"split": "random", "seed": 0}``); part of the run's
     #: identity (stored as ``dataset_options`` in ``results.json``).
     dataset_options: dict[str, Any] = field(default_factory=dict)
+    #: ``fedrec run --preset`` (``"paper"`` for the rows that reproduce the paper's method:
+    #: :mod:`fedrec.config`), under the overrides.
+    preset: str | None = None
+
+    def command(self) -> str:
+        """The ``fedrec run`` command of this setting (without its seed)."""
+        preset = f" --preset {self.preset}" if self.preset else ""
+        return (f"fedrec run {self.algorithm} --dataset {self.dataset}{preset}"
+                + option_flags("--data-opt", self.dataset_options)
+                + option_flags("--set", self.overrides))
 
 
 def _log(msg: str) -> None:
@@ -148,9 +158,7 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 continue
             if not may_run(spec.key, run_missing):
                 continue
-            _log(f"{done}/{total} {spec.key} seed {seed}: fedrec run {spec.algorithm} "
-                 f"--dataset {spec.dataset}" + option_flags("--set", spec.overrides)
-                 + option_flags("--data-opt", spec.dataset_options))
+            _log(f"{done}/{total} {spec.key} seed {seed}: {spec.command()}")
             if (folder / FAILED_NAME).is_file():
                 continue  # failed before (e.g. diverged): reported, not retried
             (folder / SAME_AS_NAME).unlink(missing_ok=True)  # it was another run's twin
@@ -160,6 +168,8 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                                           out_dir=folder)
             if spec.dataset_options:
                 kwargs["dataset_options"] = dict(spec.dataset_options)
+            if spec.preset is not None:
+                kwargs["preset"] = spec.preset
             try:
                 try:
                     runner(spec.algorithm, spec.dataset,
@@ -192,13 +202,15 @@ class Candidates:
     options: dict[str, dict[str, Any]]
     seeds: tuple[int, ...] = (0,)
     tune_seed: int = 0
+    preset: str | None = None
 
     def spec(self, label: str) -> RunSpec:
-        return RunSpec(self.key, self.algorithm, self.dataset, self.options[label], self.seeds)
+        return RunSpec(self.key, self.algorithm, self.dataset, self.options[label], self.seeds,
+                       preset=self.preset)
 
     def trial(self, label: str) -> RunSpec:
         return RunSpec(f"tune/{self.key}/{label}", self.algorithm, self.dataset,
-                       self.options[label], (self.tune_seed,))
+                       self.options[label], (self.tune_seed,), preset=self.preset)
 
 
 @dataclass(frozen=True)
@@ -258,7 +270,8 @@ def _resolved(spec: RunSpec, seed: int) -> RunConfig:
     stores (as a dict) as ``config``."""
     from fedrec.engines.common import resolve
 
-    return resolve(spec.algorithm, spec.dataset, None, {**spec.overrides, "seed": seed})[1]
+    return resolve(spec.algorithm, spec.dataset, None, {**spec.overrides, "seed": seed},
+                   spec.preset)[1]
 
 
 def _same(a: Any, b: Any) -> bool:

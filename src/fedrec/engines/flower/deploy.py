@@ -411,6 +411,7 @@ def deploy(
     options: RunOptions | None = None,
     on_round: RoundHook | None = None,
     log: Callable[[str], None] | None = None,
+    preset: str | None = None,
 ) -> dict[str, Any]:
     """Run ``algorithm`` on a local Flower deployment (see the module docstring); returns the
     ServerApp's results (``fedrec run``'s results.json plus an ``engine`` section).
@@ -424,10 +425,11 @@ def deploy(
     :func:`node_roots`), never to the SuperLink or the ServerApp, never on a command line.
     One root for all clients is what the simulator does, and lets clients agree on shared keys
     (FedMF's key pair). ``on_round`` is called with each round's progress row and
-    the :class:`Deployment` (a test may kill a SuperNode there)."""
+    the :class:`Deployment` (a test may kill a SuperNode there). ``preset``: as ``fedrec run
+    --preset``."""
     opts = (options or RunOptions()).with_engine("flower")
     say = log or (_say if opts.progress else (lambda _m: None))
-    spec, cfg = resolve(algorithm, dataset, config_file, overrides)
+    spec, cfg = resolve(algorithm, dataset, config_file, overrides, preset)
     check_flower_job(algorithm, spec, cfg)
     check_before_loading(spec, dataset)
     roles = service_roles(spec, cfg)

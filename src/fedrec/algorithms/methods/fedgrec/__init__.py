@@ -130,9 +130,11 @@ SPEC = AlgorithmSpec(
     build_job=build_fedgrec_job,
     contract=Contract(
         settings={"dim": 8, "num_layers": 1, "refresh_period": 2, "local_steps": 2,
-                  "clients_per_round": 16},
-        boundary_variants=({"own_edge_gradient": True},
-                           {"user_fit_steps": 3, "user_fit_train_steps": 3}),
+                  "clients_per_round": 16, "user_fit_steps": 3, "user_fit_train_steps": 3},
+        # The paper's Step 3 and ranking (--preset paper), and the own-edge gradient alone.
+        boundary_variants=({"own_edge_gradient": False, "user_fit_steps": 0,
+                            "user_fit_train_steps": 0},
+                           {"user_fit_steps": 0, "user_fit_train_steps": 0}),
     ),
 )
 

@@ -36,15 +36,19 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
     lr_final: float = option(0.005, "lr_schedule cosine: the client lr of the last round")
     server_lr: float = option(1.0, "server step on e_t^0: each row moves by this times the "
                                    "mean update of the clients that trained it (1: FedAvg)")
-    own_edge_gradient: bool = option(False, "true: Step 3 differentiates e_u^1 and its items' "
-                                            "e_t^1 through its own e_u^0 and item rows (the "
-                                            "paper: every latent embedding fixed)")
-    user_fit_steps: int = option(0, "before ranking, each client fits e_u^0 alone to the "
-                                    "downloaded tables for this many Adam steps (0: off; not "
-                                    "the paper's)")
+    # The three below are chosen on validation (results/fedgrec; --preset paper: the paper's
+    # Step 3 and ranking): local computations, nothing a client sends changes in kind.
+    own_edge_gradient: bool = option(True, "true: Step 3 differentiates e_u^1 and its items' "
+                                           "e_t^1 through its own e_u^0 and item rows (not the "
+                                           "paper's: there every latent embedding is fixed)",
+                                     absent=False)
+    user_fit_steps: int = option(200, "before ranking, each client fits e_u^0 alone to the "
+                                      "downloaded tables for this many Adam steps (0: off, "
+                                      "the paper's)", absent=0)
     user_fit_lr: float = option(0.05, "the Adam lr of that fit")
-    user_fit_train_steps: int = option(0, "the same fit before Step 3 of every round, this "
-                                          "many steps (0: off; needs download: full)")
+    user_fit_train_steps: int = option(50, "the same fit before Step 3 of every round, this "
+                                           "many steps (0: off, the paper's; needs download: "
+                                           "full)", absent=0)
     reg: float = option(1e-4, "L2 weight (times 1/2, per triple) on the layer-0 rows")
     loss: str = option("bpr", "bpr | mse (positives 1, sampled negatives 0)")
     num_negatives: int = option(1, "sampled negatives per positive per round")
@@ -73,7 +77,8 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
         check_range("user_fit_lr", self.user_fit_lr, 0.0, low_open=True)
         if self.user_fit_train_steps and self.download != "full":
             raise ConfigError("user_fit_train_steps needs download: full (the fit samples "
-                              "negatives from the whole catalogue)")
+                              "negatives from the whole catalogue): with download: rows set "
+                              "user_fit_train_steps: 0")
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_range("reg", self.reg, 0.0)
         check_choice("loss", self.loss, LOSSES)

@@ -18,8 +18,11 @@ SHARE_POINTS = ("layer", "projection")
 
 @dataclass
 class FerasConfig(SaintSamplerConfig):
-    """The paper's setting (p = 1, q = 10, sequential hosts); GraphSAINT budgets for Cora and
-    the model options of the other Cora GCNs (``hidden`` is the width of both GCN layers)."""
+    """The paper's protocol (q = 10, sequential hosts); GraphSAINT budgets for Cora. The
+    network (``hidden``, the width of both GCN layers, and ``feature_dropout``) and what is
+    shared (``share_at``, ``embedding_noise``) are chosen on validation (results/feras);
+    ``--preset paper`` sets the paper's: 16 units, GraphSAINT's dropout 0.1, H1 shared (p = 1),
+    no noise."""
 
     rounds: int = option(40, "rounds of iterations_per_round iterations each")
     eval_every: int = option(1)
@@ -38,18 +41,21 @@ class FerasConfig(SaintSamplerConfig):
                                               "embeddings+weights (Feras), weights (GraphSAINT-"
                                               "SW, FedAvg every q iterations) or none (isolated "
                                               "hosts); the baselines on the same host views")
-    share_at: str = option("layer", "what the AS averages: layer (each host's first-layer "
-                                    "output H1, p = 1, the paper's) or projection (X W1, "
-                                    "before the neighbourhood aggregation: every host's H1 "
-                                    "then has all neighbours' attributes)")
-    embedding_noise: float = option(0.0, "defence: std of the Gaussian noise a host adds to "
-                                         "every embedding it uploads (0: none)")
+    share_at: str = option("projection", "what the AS averages: layer (each host's first-"
+                                         "layer output H1, p = 1, the paper's) or projection "
+                                         "(X W1, before the neighbourhood aggregation: every "
+                                         "host's H1 then has all neighbours' attributes)",
+                           absent="layer")
+    embedding_noise: float = option(0.03, "defence: std of the Gaussian noise a host adds to "
+                                          "every embedding it uploads (0: none, the paper's)")
     attack: bool = option(False, "run the AS's attribute-inference attack on the last "
                                  "round's evaluation uploads (metrics only)")
     attack_targets: int = option(300, "attack: at most this many private and public target "
                                       "nodes per host")
-    # GraphSAINT's rate: with 0.5 on each of the three layers' inputs the net starts slowly.
-    feature_dropout: float = option(0.1)
+    hidden: int = option(128, "hidden units of both GCN layers (the paper's: 16)")
+    # 0.1 is GraphSAINT's rate and the paper's; 0.5 on each of the three layers' inputs starts
+    # slowly but is chosen on validation with 128 units.
+    feature_dropout: float = option(0.5, "dropout rate on each layer's input (the paper's: 0.1)")
 
     def validate(self) -> None:
         super().validate()
