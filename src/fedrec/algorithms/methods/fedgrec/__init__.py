@@ -114,9 +114,9 @@ from fedrec.federation.runtime import declare_parties
 def build_fedgrec_job(cfg: FedGRecConfig, dataset: Dataset,
                       device: torch.device) -> FederatedJob:
     ds = implicit_split(dataset, cfg)
-    return FederatedJob(FedGRecServer(cfg, ds.num_items, device),
+    return FederatedJob(FedGRecServer(cfg, ds.num_items, device, ds.num_users),
                         parties=declare_parties(partition_by_user(ds),
-                                                FedGRecClient(cfg, ds.num_items)))
+                                                FedGRecClient(cfg, ds.num_items, ds.num_users)))
 
 
 SPEC = AlgorithmSpec(
@@ -133,6 +133,7 @@ SPEC = AlgorithmSpec(
                   "clients_per_round": 16},
         boundary_variants=({"own_edge_gradient": True},
                            {"user_fit_steps": 3, "user_fit_train_steps": 3}),
+        dp_settings={"dp": "distributed", "noise_multiplier": 1.0},
     ),
 )
 
