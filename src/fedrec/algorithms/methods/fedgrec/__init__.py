@@ -88,6 +88,18 @@ option is a one-line ConfigError. Not handled yet: a client absent from the warm
 round 1) is missing from ``|N_t|`` for the whole run, and its first contribution then arrives
 whole at its first refresh round.
 
+``dp: distributed | central`` (:mod:`fedrec.federation.dp_sum`, beyond the paper): user-level
+DP through the one DP aggregate. No warm-up; each round a Poisson cohort sends one vector per
+client, ``[delta e_t^0 | degree change | latent change]``, clipped in L2 to ``dp_clip`` as a
+whole (Skellam noise inside the secure sum, or a trusted server's Gaussian); the server keeps
+the degree and latent sums unnormalised and divides by ``sqrt(max(D_t, 1))`` itself, and moves
+``e_t^0`` by ``server_lr`` times the noised update sum over the expected cohort. What one release
+is, what a client records when clipped and why a persisting latent contribution is accounted in
+the rounds that carried it: :mod:`fedrec.algorithms.methods.fedgrec.dp`. ``secure_aggregation``,
+``plain_upload`` and ``plain_sum_part`` are not read (masking is ``dp_masking``'s); ``download:
+rows``, and ``refresh_period: 0`` with latent layers, are one-line errors. Evaluation replies go
+to the experimenter; no loss is sent.
+
 Where the paper's text is cut (Sections 5.1-5.3 and Algorithm 1 are lost in our copy), we chose:
 the latent contributions as changes since the client's last one (so the server's tables are
 exact sums without storing any client's share), Adam rather than SGD on the client, FedAvg of the
@@ -114,9 +126,9 @@ from fedrec.federation.runtime import declare_parties
 def build_fedgrec_job(cfg: FedGRecConfig, dataset: Dataset,
                       device: torch.device) -> FederatedJob:
     ds = implicit_split(dataset, cfg)
-    return FederatedJob(FedGRecServer(cfg, ds.num_items, device),
+    return FederatedJob(FedGRecServer(cfg, ds.num_items, device, ds.num_users),
                         parties=declare_parties(partition_by_user(ds),
-                                                FedGRecClient(cfg, ds.num_items)))
+                                                FedGRecClient(cfg, ds.num_items, ds.num_users)))
 
 
 SPEC = AlgorithmSpec(
@@ -135,6 +147,7 @@ SPEC = AlgorithmSpec(
         boundary_variants=({"own_edge_gradient": False, "user_fit_steps": 0,
                             "user_fit_train_steps": 0},
                            {"user_fit_steps": 0, "user_fit_train_steps": 0}),
+        dp_settings={"dp": "distributed", "noise_multiplier": 1.0},
     ),
 )
 

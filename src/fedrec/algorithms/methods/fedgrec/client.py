@@ -5,7 +5,7 @@ secret and request only."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
+from fedrec.algorithms.methods.fedgrec.dp import DEGREE_SENT, DPLayout, clipped, recorded
 from fedrec.algorithms.methods.fedgrec.steps import (
     EVALUATE,
     REQUEST_ROWS,
@@ -26,6 +27,7 @@ from fedrec.algorithms.mf_common import CohortRows, cohort_rows, evaluate_client
 from fedrec.algorithms.mf_common import requested_split as split_of
 from fedrec.core.codec import Payload
 from fedrec.errors import ProtocolError
+from fedrec.federation.dp_sum import DPSumClient, dp_on
 from fedrec.federation.runtime import PartyContext, PartyLogic, cohort_seeds
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import (
@@ -82,18 +84,25 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
     """A device: e_u^0, its latent user embeddings and its contribution record (state), its
     interactions (data)."""
 
-    def __init__(self, cfg: FedGRecConfig, num_items: int) -> None:
+    def __init__(self, cfg: FedGRecConfig, num_items: int, num_clients: int = 0) -> None:
+        """``num_clients``: how many clients the run has (public; needed under ``dp``, whose
+        sampling rate it sets)."""
         self.cfg = cfg
         self.num_items = num_items
         self.conv = LightGCNConv(cfg.num_layers)
         self.secure = cfg.sum_client()
+        self.layout = DPLayout(num_items, cfg.dim, cfg.num_layers)
+        self.dp = DPSumClient(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
         """e_u^0 ~ N(0, 0.1^2) from the client's own secret (LightGCN's initialisation)."""
         k, d = self.cfg.num_layers, self.cfg.dim
         e0 = torch.randn(d, generator=secret.generator("fedgrec-init-user")) * 0.1
-        return {"e0": e0, "latent": torch.zeros(k, d), "sent": torch.zeros(k, d,
-                dtype=torch.float64), "contributions": 0}
+        state = {"e0": e0, "latent": torch.zeros(k, d), "sent": torch.zeros(k, d,
+                 dtype=torch.float64), "contributions": 0}
+        if self.dp is not None:
+            state[DEGREE_SENT] = 0.0
+        return state
 
     # -- the upload ---------------------------------------------------------------------------
     def upload(self, ctx: PartyContext, x: SparseUpload, request: Payload,
@@ -273,6 +282,10 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                                                 strict=True)):
             c.state["e0"] = p[i].detach().cpu().clone()
             mine = pair_item[pseg]
+            if self.dp is not None:
+                out.append(self.dp_upload(c, requests[i], refresh, mine, delta_q[pseg],
+                                          rows.items[rseg].cpu()))
+                continue
             at = [np.zeros(1, dtype=np.int64), row_positions(mine, d, 1),
                   1 + n_items * d + mine.numpy()]
             values = [np.array([float(client_loss[i])]), delta_q[pseg].numpy().ravel(),
@@ -289,6 +302,34 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                 values.append(lat_values)
             x = SparseUpload(size, np.concatenate(at), np.concatenate(values))
             out.append(self.upload(c, x, requests[i], pending))
+        return out
+
+    def dp_upload(self, ctx: PartyContext, request: Payload, refresh: bool,
+                  trained: torch.Tensor, delta_rows: torch.Tensor,
+                  items: torch.Tensor) -> Payload:
+        """Under ``dp``: Step 4's one vector ``[delta e_t^0 | degree change | latent change]``
+        (:mod:`fedrec.algorithms.methods.fedgrec.dp`), clipped to ``dp_clip`` and handed to the
+        DP aggregate; the clipped share of each change is recorded once it is in the sum.
+        ``trained``/``delta_rows``: the item rows it trained and their change; ``items``: its
+        own items."""
+        assert self.dp is not None
+        lay, k = self.layout, self.cfg.num_layers
+        at = [row_positions(trained, lay.dim), lay.degrees + items.numpy()]
+        values = [delta_rows.numpy().ravel(), np.full(len(items), 1.0 - ctx.state[DEGREE_SENT])]
+        change = None
+        if refresh and lay.latent is not None and len(items):
+            sources = torch.stack([ctx.state["e0"], *ctx.state["latent"][: k - 1]]).double()
+            change = sources - ctx.state["sent"]
+            w = torch.full((len(items),), len(items) ** -0.5, dtype=torch.float64)
+            lat_at, lat_values = contribution_rows(items, w, change, lay.num_items)
+            at.append(lay.latent + lat_at)
+            values.append(lat_values)
+        x, factor = clipped(SparseUpload(lay.size, np.concatenate(at),
+                                         np.concatenate(values)).dense(), self.dp.plan.clip)
+        ctx.state[PENDING] = recorded(ctx.state, factor, change)
+        out = self.dp.upload(ctx, x, request)
+        if not self.dp.masked:  # a plain upload is in the sum once sent
+            commit(ctx.state)
         return out
 
     def capped_change(self, delta: torch.Tensor,
@@ -399,9 +440,13 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
 
 
 def commit(state: dict[str, Any]) -> None:
-    """Record the pending latent contribution as the one the server now holds."""
+    """Record the pending latent contribution as the one the server now holds (under ``dp``,
+    a mapping of what it records: :func:`~fedrec.algorithms.methods.fedgrec.dp.recorded`)."""
     pending = state.pop(PENDING, None)
-    if pending is not None:
+    if isinstance(pending, Mapping):
+        state["contributions"] += int("sent" in pending)
+        state.update(pending)
+    elif pending is not None:
         state["sent"] = pending
         state["contributions"] += 1
 

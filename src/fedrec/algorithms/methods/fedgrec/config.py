@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
+from fedrec.federation.dp_sum import DPOptions
 from fedrec.federation.secure_sum import PLAIN_FORMATS, SecureSumOptions
 
 LOSSES = ("bpr", "mse")
@@ -16,9 +17,11 @@ DOWNLOADS = ("full", "rows")
 
 
 @dataclass
-class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
+class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions, DPOptions):
     """FedGRec's options; LightGCN's model settings (embedding 64, 3 layers, L2 1e-4 on the
-    layer-0 rows, one uniform negative per positive)."""
+    layer-0 rows, one uniform negative per positive); the DP aggregate's
+    (:class:`~fedrec.federation.dp_sum.DPOptions`: ``dp`` replaces ``secure_aggregation``,
+    whose masking is then ``dp_masking``'s)."""
 
     rounds: int = option(300, "rounds; 300 chosen on ML-100K's validation Recall@20, still "
                                    "rising there (docs/fedgrec.md)")
@@ -84,6 +87,13 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions):
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)
         check_choice("plain_upload", self.plain_upload, PLAIN_FORMATS)
+        if self.dp != "none" and self.download != "full":
+            raise ConfigError(f"dp={self.dp} needs download: full (with download: rows each "
+                              "client names its items to the server in clear)")
+        if self.dp != "none" and self.num_layers and not self.refresh_period:
+            raise ConfigError(f"dp={self.dp} needs refresh_period > 0 with num_layers > 0 "
+                              "(under dp there is no warm-up: the latent tables fill from the "
+                              "rounds' contributions)")
 
     def client_lr(self, round_: int) -> float:
         """The client's Adam lr in round ``round_`` (1-based): ``lr``, or with ``lr_schedule:

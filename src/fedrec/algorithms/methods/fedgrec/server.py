@@ -13,6 +13,7 @@ import torch
 
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
+from fedrec.algorithms.methods.fedgrec.dp import DPLayout, dp_tables
 from fedrec.algorithms.methods.fedgrec.steps import (
     EVALUATE,
     REQUEST_ROWS,
@@ -24,6 +25,7 @@ from fedrec.algorithms.methods.fedgrec.steps import (
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
+from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, cohort_size
 from fedrec.federation.secure_sum import (
@@ -36,9 +38,13 @@ from fedrec.privacy.report import no_guarantee
 
 
 class FedGRecServer(ServerLogic):
-    """Holds e_t^0 (float32), the latent item tables e_t^1..e_t^K (float64 sums) and |N_t|."""
+    """Holds e_t^0 (float32), the latent item tables e_t^1..e_t^K (float64 sums) and |N_t|
+    (under ``dp``: the unnormalised latent sums ``A`` and the noised degree sum ``D``,
+    :mod:`fedrec.algorithms.methods.fedgrec.dp`)."""
 
-    def __init__(self, cfg: FedGRecConfig, num_items: int, device: torch.device) -> None:
+    def __init__(self, cfg: FedGRecConfig, num_items: int, device: torch.device,
+                 num_clients: int = 0) -> None:
+        """``num_clients``: how many clients the run has (public; needed under ``dp``)."""
         self.cfg = cfg
         self.num_items = num_items
         k, d = cfg.num_layers, cfg.dim
@@ -49,9 +55,15 @@ class FedGRecServer(ServerLogic):
         self.degrees = torch.zeros(num_items, dtype=torch.float64, device=device)
         self.warm = k == 0  # K = 0: no latent embeddings, no warm-up
         self.rows_downloaded = 0
+        self.layout = DPLayout(num_items, d, k)
+        self.dp = DPAggregate(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
+        if self.dp is not None:
+            self.warm = True  # under dp the tables fill from the rounds (no warm-up)
 
     # -- what is sent -------------------------------------------------------------------------
     def tables(self) -> Payload:
+        if self.dp is not None:
+            return dp_tables(self.item_emb, self.latent, self.degrees)
         return {"item_emb": self.item_emb.float(), "latent": self.latent.float(),
                 "degrees": self.degrees.float()}
 
@@ -107,6 +119,8 @@ class FedGRecServer(ServerLogic):
         return self.cfg.num_layers > 0 and p > 0 and (rnd - 1) % p == 0
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        if self.dp is not None:
+            return self._dp_round(rt, rnd)
         if not self.warm:
             self.warm_up(rt)
         cfg, n_items, d, k = self.cfg, self.num_items, self.cfg.dim, self.cfg.num_layers
@@ -143,15 +157,39 @@ class FedGRecServer(ServerLogic):
             self.latent += total_t[1 + n_items * (d + 1):].reshape(k, n_items, d).to(self.latent)
         return {"clients": float(clients), "train_loss": loss, "refresh": float(refresh)}
 
+    def _dp_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        """One round of the DP aggregate (:mod:`fedrec.algorithms.methods.fedgrec.dp`): the
+        server sees the noised sum of the Poisson cohort's clipped vectors; ``e_t^0`` moves by
+        ``server_lr`` times its block over the public expected cohort, the degree and (in a
+        refresh round) latent blocks are added to ``D`` and ``A``."""
+        assert self.dp is not None
+        n, d, lay = self.num_items, self.cfg.dim, self.layout
+        cohort = self.dp.cohort(rt)
+        refresh = self.refresh_round(rnd)
+        request = {**self.tables(), "refresh": int(refresh), **self.dp.request(cohort)}
+        replies = rt.broadcast(TRAIN, cohort, request)
+        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
+        mean = torch.from_numpy(expected_mean(total[: n * d], self.dp.plan)).reshape(n, d)
+        self.item_emb += (self.cfg.server_lr * mean).to(self.item_emb)
+        self.degrees += torch.from_numpy(total[lay.degrees: lay.degrees + n]).to(self.degrees)
+        if refresh and lay.latent is not None:
+            self.latent += torch.from_numpy(total[lay.latent:]).reshape(
+                self.cfg.num_layers, n, d).to(self.latent)
+        return {"clients": float(len(survivors)), "refresh": float(refresh)}
+
     # -- evaluation, checkpoints, report ------------------------------------------------------
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self.tables(), split))
+        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self.tables(), split),
+                               sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"item_emb": self.item_emb.clone(), "latent": self.latent.clone(),
-                "degrees": self.degrees.clone(), "warm": self.warm,
-                "rows_downloaded": self.rows_downloaded}
+        state = {"item_emb": self.item_emb.clone(), "latent": self.latent.clone(),
+                 "degrees": self.degrees.clone(), "warm": self.warm,
+                 "rows_downloaded": self.rows_downloaded}
+        if self.dp is not None:
+            state["dp"] = self.dp.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.item_emb = state["item_emb"].clone().to(self.item_emb)
@@ -159,8 +197,13 @@ class FedGRecServer(ServerLogic):
         self.degrees = state["degrees"].clone().to(self.degrees)
         self.warm = bool(state["warm"])
         self.rows_downloaded = int(state["rows_downloaded"])
+        if self.dp is not None:
+            self.dp.load_state_dict(state["dp"])
 
     def receives(self) -> dict[str, str]:
+        if self.dp is not None:
+            return self.dp.receives(TRAIN, "its item-embedding updates, degree change and "
+                                           "latent-embedding change as one vector")
         secure = self.cfg.secure_aggregation
         return {**receives(WARMUP_DEGREES, "the indicator of its rated items", secure),
                 **receives(WARMUP_LATENT, "its initial latent-embedding contributions", secure),
@@ -171,8 +214,16 @@ class FedGRecServer(ServerLogic):
     def privacy_report(self) -> dict[str, Any]:
         """No differential privacy. With secure aggregation the server learns sums only
         (degrees, each cohort's summed updates and latent contributions); per-row download
-        tells it every sampled client's items (and sampled negatives)."""
+        tells it every sampled client's items (and sampled negatives). With ``dp``, the DP
+        aggregate's user-level report."""
         cfg = self.cfg
+        if self.dp is not None:
+            return dict(self.dp.report(), releases=(
+                "one per round: the noised sum of the Poisson cohort's clipped vectors "
+                "[item-row updates | degree change | latent change]; no warm-up under dp. The "
+                "degree and latent tables are sums of released sums (post-processing), so a "
+                "latent contribution that persists in them is accounted in the rounds that "
+                "carried it"))
         download = (
             "each client downloads the whole tables: the download reveals nothing"
             if cfg.download == "full" else

@@ -1,0 +1,121 @@
+"""FedGRec under the DP aggregate (:mod:`fedrec.algorithms.methods.fedgrec.dp`) on real ML-100K:
+the server's degree and latent sums are the sums of what every client recorded as sent (clipped
+or not), a DP run resumes to the same model and report, and the combinations it cannot honour
+are one-line errors before training (what the server receives, the report and the plain
+resume are the conformance suite's: tests/conformance)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedrec.algorithms.methods.fedgrec import build_fedgrec_job
+from fedrec.algorithms.methods.fedgrec.dp import DEGREE_SENT, DPLayout, clipped, dp_tables
+from fedrec.algorithms.ncf_common import implicit_split
+from fedrec.errors import ConfigError
+
+from .test_fedgrec import CPU, config, first_users, run, trainer
+
+pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact comparisons
+
+#: Small and fast; 60 users at 10 a round (Poisson rate 1/6).
+SMALL = {"dim": 8, "num_layers": 2, "clients_per_round": 10, "local_steps": 2,
+         "refresh_period": 2}
+#: No noise and a 64-bit ring: the sums are the clipped vectors' sums up to float64 rounding.
+EXACT = {"dp": "central", "noise_multiplier": 0.0, "secagg_bits": 64}
+
+
+@pytest.fixture(scope="module")
+def ml100k_60(ml100k):
+    return first_users(ml100k, 60)
+
+
+def recorded_sums(t, cfg, ds) -> tuple[torch.Tensor, torch.Tensor]:
+    """``D_t = sum_u g_u [t in N_u]`` and ``A_t^k = sum_u sent_u^{k-1} / sqrt(|N_u|)
+    [t in N_u]`` from every client's record (``g_u``: the share of its indicator it recorded
+    as sent)."""
+    deg = torch.zeros(ds.num_items, dtype=torch.float64)
+    lat = torch.zeros(cfg.num_layers, ds.num_items, cfg.dim, dtype=torch.float64)
+    for u, data in t.job.client_data.items():
+        st, items = t.runtime.states.get(u), torch.from_numpy(np.array(data.train_items))
+        if st is None or len(items) == 0:  # never sampled, or nothing to contribute
+            continue
+        deg[items] += st[DEGREE_SENT]
+        lat[:, items] += (st["sent"] / len(items) ** 0.5)[:, None, :]
+    return deg, lat
+
+
+@pytest.mark.parametrize("dp_clip", [1e3, 0.3])
+def test_the_sums_are_what_every_client_recorded(ml100k_60, dp_clip) -> None:
+    t, cfg = trainer(ml100k_60, **SMALL, **EXACT, dp_clip=dp_clip)
+    run(t, 5)
+    ds = implicit_split(ml100k_60, cfg)
+    srv = t.job.server
+    deg, lat = recorded_sums(t, cfg, ds)
+    assert torch.allclose(srv.degrees, deg, atol=1e-9)
+    assert torch.allclose(srv.latent, lat, atol=1e-9)
+    assert float(lat.abs().max()) > 1e-3  # not a comparison of zeros
+    shares = [t.runtime.states.get(u, {DEGREE_SENT: 0.0})[DEGREE_SENT]
+              for u in t.job.client_data]
+    sampled = sum(s > 0 for s in shares)
+    assert 0 < sampled < len(shares)  # five rounds at rate 1/6 leave some unsampled
+    if dp_clip > 1:  # nothing clipped: a sampled client's whole indicator is in D
+        assert set(shares) == {0.0, 1.0}
+        assert torch.equal(srv.degrees.round(), deg.round())
+    else:  # clipped: part of a change is recorded, the rest follows at later rounds
+        assert any(0 < s < 1 for s in shares)
+    # The tables sent are the sums normalised by the clamped degree sums.
+    sent = dp_tables(srv.item_emb, srv.latent, srv.degrees)
+    d = srv.degrees.clamp(min=1)
+    assert torch.allclose(sent["latent"].double(), srv.latent / d.sqrt()[None, :, None],
+                          rtol=1e-6)
+
+
+def test_a_client_vector_is_clipped_as_a_whole() -> None:
+    lay = DPLayout(num_items=5, dim=2, num_layers=1)
+    assert (lay.degrees, lay.latent, lay.size) == (10, 15, 25)
+    x = np.arange(lay.size, dtype=np.float64)
+    out, f = clipped(x, 1.0)
+    assert np.linalg.norm(out) <= 1.0 and f == pytest.approx(1.0 / np.linalg.norm(x))
+    same, one = clipped(np.full(4, 0.1), 1.0)
+    assert one == 1.0 and np.array_equal(same, np.full(4, 0.1))
+    assert DPLayout(5, 2, 0).latent is None and DPLayout(5, 2, 0).size == 15
+
+
+def test_a_distributed_run_resumes_to_the_same_model_and_report(ml100k_60) -> None:
+    dp = {"dp": "distributed", "noise_multiplier": 1.0, **SMALL}
+    straight, _ = trainer(ml100k_60, **dp)
+    run(straight, 3)
+    first, _ = trainer(ml100k_60, **dp)
+    run(first, 2)
+    resumed, _ = trainer(ml100k_60, **dp)
+    resumed.load_state_dict(first.state_dict())
+    resumed.train_round(3)
+    a, b = straight.job.server, resumed.job.server
+    assert torch.equal(a.item_emb, b.item_emb) and torch.equal(a.latent, b.latent)
+    assert torch.equal(a.degrees, b.degrees)
+    report = straight.privacy_report()
+    assert report == resumed.privacy_report()
+    assert report["epsilon_server"] > 0 and report["rounds_released"] == 3
+    assert "warm-up" in report["releases"]
+    # Noised: the degree sums are not the counts (the release is not exact).
+    ds = implicit_split(ml100k_60, config(**dp))
+    counts = torch.from_numpy(np.bincount(ds.train.items, minlength=ds.num_items)).double()
+    assert not torch.equal(a.degrees.round(), counts)
+
+
+def test_what_dp_cannot_honour_is_a_one_line_error_before_training(ml100k_60) -> None:
+    for bad, match in (({"download": "rows"}, "download: full"),
+                       ({"refresh_period": 0}, "refresh_period > 0"),
+                       ({"noise_multiplier": 0.0}, "noise_multiplier > 0 or target_epsilon")):
+        with pytest.raises(ConfigError, match=match) as err:
+            config(**{**SMALL, "dp": "distributed", "noise_multiplier": 1.0, **bad})
+        assert "\n" not in str(err.value)
+    # A target the planned rounds cannot meet fails when the job is built, before round 1.
+    cfg = config(**SMALL, dp="distributed", target_epsilon=1e-3, rounds=300)
+    with pytest.raises(ConfigError, match="target_epsilon") as err:
+        build_fedgrec_job(cfg, ml100k_60, CPU)
+    assert "\n" not in str(err.value)
+    # Without latent layers refresh_period does not matter.
+    config(dp="distributed", noise_multiplier=1.0, num_layers=0, refresh_period=0)
