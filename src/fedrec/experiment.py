@@ -16,7 +16,9 @@ secret, kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved
 configuration, dataset name and options, the fingerprint of the loaded data); a resume that
 differs in any of them, or that is given another client secret than the checkpoint's, is
-refused (:func:`check_resume`) before anything in the output directory is touched. Everything
+refused (:func:`check_resume`) before anything in the output directory is touched. The data
+is compared by its fingerprint, not by its spelling: a user's file by another path, or the
+default split given explicitly, is the same data (:func:`same_data_spelled_otherwise`). Everything
 that can be checked without the data (the options, the configuration, the output directory,
 the checkpoint's record and client secret) is checked before the data is loaded; what needs
 the data (its kind, its number of clients, what the run would allocate against the memory
@@ -108,6 +110,42 @@ def made_from(
     return record
 
 
+#: The entries of a :func:`made_from` record that say how the data was *spelled* (a path, the
+#: options given); what the data *is* is ``data_sha256``, and only that is compared.
+SPELLING = ("dataset", "dataset_options")
+
+
+def same_data_spelled_otherwise(then: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without the entries of :data:`SPELLING` that can name the same data another
+    way: a user's file or folder by another path (a symlink, a copy, ``./x.csv``), options that
+    spell a default (``split=u1``) or drop it. Two catalogue names stay compared (they are
+    different data, refused before loading); the loaded data's ``data_sha256`` decides the
+    rest (:func:`check_data`)."""
+    kept = {k: v for k, v in record.items() if k not in SPELLING}
+    named = [then.get("dataset"), record.get("dataset")]
+    if all(isinstance(n, str) and not is_user_file(n) for n in named):
+        kept["dataset"] = record["dataset"]
+    return kept
+
+
+def check_data(then: dict[str, Any], record: dict[str, Any]) -> None:
+    """Raise :class:`ResumeRefused` when the loaded data's digest (``data_sha256`` of
+    ``record``) is not the checkpoint's (``then``), naming the spelling that differs too."""
+    old, now = then.get("data_sha256", _ABSENT), record["data_sha256"]
+    if old == now:
+        return
+    shown = f"{str(old)[:12]}..." if old is not _ABSENT else "not recorded"
+    spelled = [f"dataset is {then.get('dataset')} in the checkpoint, {record['dataset']} now"
+               ] if then.get("dataset") != record["dataset"] else []
+    opts_then, opts_now = then.get("dataset_options") or {}, record["dataset_options"]
+    spelled += [f"dataset option {k} is {_shown(opts_then.get(k, _ABSENT))} in the checkpoint, "
+                f"{_shown(opts_now.get(k, _ABSENT))} now"
+                for k in [*opts_now, *(k for k in opts_then if k not in opts_now)]
+                if opts_then.get(k, _ABSENT) != opts_now.get(k, _ABSENT)]
+    raise ResumeRefused(f"--resume refused: the data's sha256 is {shown} in the checkpoint, "
+                        f"{now[:12]}... now" + (f" ({'; '.join(spelled)})" if spelled else ""))
+
+
 def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | None,
                  cfg: RunConfig | None = None, secrets: ClientSecrets | None = None) -> None:
     """Raise :class:`ResumeRefused` naming the first entry of ``record`` (a :func:`made_from`)
@@ -121,7 +159,9 @@ def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | Non
         raise ResumeRefused(f"--resume refused: the checkpoint in {out} does not record what its "
                             "run was made from (an older fedrec wrote it); run without --resume")
     check_secret(stored, secrets)
-    for key, now in record.items():
+    if "data_sha256" in record:
+        check_data(then, record)
+    for key, now in same_data_spelled_otherwise(then, record).items():
         old = then.get(key, _ABSENT)
         if key == "config" and cfg is not None and isinstance(old, dict):
             old = with_new_defaults(old, cfg)
@@ -130,10 +170,8 @@ def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | Non
             diffs = [(_NAMED_BY_ENTRY[key] + k, old.get(k, _ABSENT), now.get(k, _ABSENT))
                      for k in [*now, *(k for k in old if k not in now)]
                      if old.get(k, _ABSENT) != now.get(k, _ABSENT)]
-        elif old == now:
+        elif old == now or key == "data_sha256":  # the digest: compared by check_data
             diffs = []
-        elif key == "data_sha256":  # a digest's head identifies it
-            diffs = [("the data's sha256", f"{str(old)[:12]}...", f"{now[:12]}...")]
         else:
             diffs = [(key, old, now)]
         if diffs:
