@@ -14,7 +14,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.engines.common import simulate
-from fedrec.errors import ConfigError, FedrecError
+from fedrec.errors import ConfigError, DataError, FedrecError
 from fedrec.experiment import RESULTS_NAME, check_resume, made_from, run_experiment
 from fedrec.federation.checkpoint import (
     CHECKPOINT_NAME,
@@ -474,6 +474,41 @@ def test_clients_per_round_larger_than_the_clients_is_refused(data_root: Path) -
                                           r"clients"):
         run_experiment("fcf", "ml-100k", data_dir=data_root, options=QUIET,
                        overrides={"rounds": 1, "dim": 4, "clients_per_round": 944})
+
+
+def _one_user_file(tmp_path: Path) -> Path:
+    path = tmp_path / "one.csv"
+    path.write_text("user,item,rating\n" + "".join(f"u1,i{i},{i % 5 + 1}\n" for i in range(40)))
+    return path
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_fedgrec_on_a_one_user_file_blames_the_data(tmp_path: Path, secure: bool) -> None:
+    """Issue 42: FedGRec on a one-user file failed inside secure aggregation, also with
+    secure_aggregation=false; every sum it makes needs two clients, which the data lacks."""
+    what = ("a sum by secure aggregation" if secure else
+            r"a plain sum of fixed-point uploads \(secure_aggregation=false\)")
+    with pytest.raises(DataError, match=rf"^one\.csv has 1 client \(users with training data\), "
+                                        rf"but {what} needs at least 2: give data of 2 or more "
+                                        r"users$"):
+        run_experiment("fedgrec", _one_user_file(tmp_path), options=QUIET,
+                       overrides={"rounds": 1, "dim": 4, "clients_per_round": 0,
+                                  "secure_aggregation": secure})
+
+
+def test_a_sum_of_one_client_a_round_is_refused_before_training(data_root: Path) -> None:
+    _need(data_root, "ml-100k/u.data")
+    with pytest.raises(ConfigError, match=r"^clients_per_round is 1 but a sum by secure "
+                                          r"aggregation needs at least 2 clients; use 2 or more"):
+        run_experiment("fedgrec", "ml-100k", data_dir=data_root, options=QUIET,
+                       overrides={"rounds": 1, "dim": 4, "clients_per_round": 1})
+
+
+def test_a_plain_sum_of_raw_uploads_runs_on_one_user(tmp_path: Path) -> None:
+    """FCF without secure aggregation adds raw uploads: one client is a run, not an error."""
+    result = run_experiment("fcf", _one_user_file(tmp_path), options=QUIET,
+                            overrides={"rounds": 1, "dim": 4, "clients_per_round": 0})
+    assert result.status == "complete"
 
 
 def test_a_run_removes_the_temp_files_of_a_checkpoint_write_that_was_killed(

@@ -51,6 +51,7 @@ from fedrec.errors import ConfigError, DataError, FedrecError, ResumeRefused
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, remove_stale_temps
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.federation.secure_sum import SecureSumOptions
 from fedrec.options import RunOptions
 from fedrec.rounds import RoundCheckpoint, RunResult, reset_peak_rss, run_rounds
 from fedrec.tracking import TensorBoardLog, summary_writer_class
@@ -217,7 +218,9 @@ def check_test_rows(dataset: str, ds: Dataset) -> None:
 
 def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
     """Raise ConfigError when ``clients_per_round`` asks for more clients than ``ds`` has (one
-    client per user with training data); 0 means all of them."""
+    client per user with training data; 0 means all of them), or fewer than each of the run's
+    sums needs (:meth:`~fedrec.federation.secure_sum.SecureSumOptions.clients_per_sum`);
+    DataError when ``ds`` itself has fewer clients than that."""
     if isinstance(ds, GraphDataset):
         return
     clients = len(ds.user_ids())
@@ -226,6 +229,16 @@ def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
             f"clients_per_round is {cfg.clients_per_round} but {ds.name} has {clients} clients "
             f"(users with training data); use at most {clients}, or 0 for all"
         )
+    if not isinstance(cfg, SecureSumOptions):
+        return
+    need, what = cfg.clients_per_sum()
+    if clients < need:
+        raise DataError(f"{ds.name} has {clients} client{'s' if clients != 1 else ''} (users "
+                        f"with training data), but {what} needs at least {need}: give data of "
+                        f"{need} or more users")
+    if 0 < cfg.clients_per_round < need:
+        raise ConfigError(f"clients_per_round is {cfg.clients_per_round} but {what} needs at "
+                          f"least {need} clients; use {need} or more, or 0 for all")
 
 
 def check_kind(algorithm: str, kinds: tuple[str, ...], dataset: str, kind: str) -> None:
