@@ -15,6 +15,7 @@ from fedrec.engines.flower.deploy import (
     SECRET_KEY,
     DeployError,
     loopback_env,
+    serverapp_failed,
     submitted_run_id,
     write_private,
 )
@@ -99,3 +100,18 @@ def test_a_node_config_may_still_hold_the_secret_itself() -> None:
     # The simulation's and the in-memory grid's node configs, which no command line shows.
     assert node_secret({SECRET_KEY: "cd" * 32}).root_bytes() == bytes([0xCD] * 32)
     assert not node_secret({}).given  # none: fresh entropy
+
+
+def test_a_serverapp_that_ended_with_a_fedrec_error_is_one_line(tmp_path) -> None:
+    """The ServerApp's error.txt holds its traceback; a fedrec error (a lost service, no update)
+    is said in one line that points at it, anything else keeps the whole traceback."""
+    error = tmp_path / "error.txt"
+    error.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+                     "fedrec.errors.ProtocolError: round 2, step 'average_embeddings': SuperNode "
+                     "900, which hosts the aggregator, did not answer\n")
+    assert str(serverapp_failed(error)) == (
+        "the ServerApp failed: round 2, step 'average_embeddings': SuperNode 900, which hosts "
+        f"the aggregator, did not answer (traceback in {error})")
+    error.write_text("Traceback (most recent call last):\nKeyError: 'x'\n")
+    assert str(serverapp_failed(error)) == ("the ServerApp failed:\nTraceback (most recent call "
+                                            "last):\nKeyError: 'x'\n")

@@ -133,6 +133,18 @@ class DeployError(FedrecError):
     """The deployment did not finish (a process failed, or it timed out)."""
 
 
+def serverapp_failed(error_file: Path) -> DeployError:
+    """The error of a ServerApp that wrote ``error_file`` (its traceback): one line naming the
+    fedrec error it ended with (a party lost, a step without updates, ...) and where the
+    traceback is; anything else (a bug) with the whole traceback."""
+    text = error_file.read_text(errors="replace")
+    last = text.rstrip().rsplit("\n", 1)[-1]
+    kind, _, message = last.partition(": ")
+    if kind.startswith("fedrec.") and message:
+        return DeployError(f"the ServerApp failed: {message} (traceback in {error_file})")
+    return DeployError("the ServerApp failed:\n" + text)
+
+
 def submitted_run_id(output: str) -> int:
     """The run id in the output of ``flwr run --format json``. Flower reports a failed
     submission (e.g. the SuperLink unreachable) as JSON without one, and exits with status 0:
@@ -525,7 +537,7 @@ def deploy(
         while True:
             dep.track()
             if (out / "error.txt").is_file():
-                raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
+                raise serverapp_failed(out / "error.txt")
             finished = _identity(out / RESULTS_NAME) not in (None, old_result)
             if dep.serverapp_gone() and not finished:
                 gone_since = gone_since or time.monotonic()
@@ -546,7 +558,7 @@ def deploy(
                                       + flwr_log[-4000:]
                                       + f"\n--- its server.log\n{ours}")
             if (out / "error.txt").is_file():
-                raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
+                raise serverapp_failed(out / "error.txt")
             progress = out / "progress.jsonl"
             if progress.is_file():
                 # Complete lines only: the ServerApp may be writing the next one.
