@@ -36,6 +36,7 @@ from typing import Any
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
 from fedrec.config import RunConfig, config_sources, to_dict, with_new_defaults
+from fedrec.core import files
 from fedrec.core.memory import WORKING_SET, WORKING_SET_PART, check_fits
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
@@ -47,7 +48,7 @@ from fedrec.data.types import (
     RatingDataset,
     dataset_sizes,
 )
-from fedrec.errors import ConfigError, DataError, FedrecError, ResumeRefused
+from fedrec.errors import ConfigError, DataError, ResumeRefused, WriteError
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, remove_stale_temps
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
@@ -388,17 +389,14 @@ def write_id_map(out: Path, ds: Dataset) -> None:
 
 
 def write_atomic(path: Path, text: str, what: str) -> None:
-    """``text`` into ``path`` through ``path.tmp`` (never half a file under the name); a write
-    that fails (a full disk) is a one-line FedrecError naming ``what`` and ``path``, and says
-    that the checkpoint beside it, if there is one, still holds the run."""
-    tmp = path.with_name(path.name + ".tmp")
+    """:func:`fedrec.core.files.write_atomic` of a run's file: a failed write is a one-line
+    :class:`~fedrec.errors.WriteError` naming ``what`` and ``path``, and says that the
+    checkpoint beside it, if there is one, still holds the run."""
     try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        kept = (f"; the checkpoint {path.parent / CHECKPOINT_NAME} holds the finished run: "
-                "free space and run again with --resume to write it"
-                if (path.parent / CHECKPOINT_NAME).is_file() else "")
-        raise FedrecError(f"could not write {what} to {path} ({exc.strerror or exc}){kept}"
-                          ) from None
+        files.write_atomic(path, text, what)
+    except WriteError as exc:
+        if not (path.parent / CHECKPOINT_NAME).is_file():
+            raise
+        raise WriteError(f"{exc}; the checkpoint {path.parent / CHECKPOINT_NAME} holds the "
+                         "finished run: free space and run again with --resume to write it"
+                         ) from None

@@ -14,6 +14,7 @@ from fedrec.engines.flower.deploy import (
     SECRET_FILE_KEY,
     SECRET_KEY,
     DeployError,
+    Deployment,
     loopback_env,
     serverapp_failed,
     submitted_run_id,
@@ -115,3 +116,27 @@ def test_a_serverapp_that_ended_with_a_fedrec_error_is_one_line(tmp_path) -> Non
     error.write_text("Traceback (most recent call last):\nKeyError: 'x'\n")
     assert str(serverapp_failed(error)) == ("the ServerApp failed:\nTraceback (most recent call "
                                             "last):\nKeyError: 'x'\n")
+
+
+def test_a_full_disk_while_starting_a_deployment_s_process_is_one_line(
+        tmp_path, monkeypatch) -> None:
+    """Each process of a deployment writes into its log in the work folder; a full disk there
+    is one WriteError naming the logs, not a traceback, and nothing is started."""
+    import errno
+    from pathlib import Path
+
+    from fedrec.errors import WriteError
+
+    real_open = Path.open
+
+    def full(self, mode="r", *args, **kwargs):
+        if self.suffix == ".log":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full)
+    dep = Deployment(tmp_path, dict(os.environ))
+    with pytest.raises(WriteError, match=r"^could not write the deployment's logs to .*logs "
+                                         r"\(No space left on device\)$"):
+        dep.start("superlink", ["true"])
+    assert dep.procs == [] and dep.reaper is None

@@ -6,6 +6,7 @@ sample standard deviation over seeds); published numbers are labelled as such.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from fedrec.config import option_flags
+from fedrec.core.files import write_atomic, writing
 from fedrec.reproduce.runner import RunSpec, status_of
 
 Results = list[dict[str, Any]]
@@ -118,8 +120,9 @@ def finish_report(out: Path, lines: list[str], specs: Iterable[RunSpec]) -> Path
              + "`", status_of(out, s)] for s in specs]
     out.mkdir(parents=True, exist_ok=True)  # a report-only pass may have run nothing
     path = out / "README.md"
-    path.write_text("\n".join([*lines, "## Runs\n", markdown_table(["key", "command", "status"],
-                                                                     rows)]))
+    write_atomic(path, "\n".join([*lines, "## Runs\n",
+                                  markdown_table(["key", "command", "status"], rows)]),
+                 "the reproduction's report")
     return path
 
 
@@ -162,6 +165,9 @@ def plot(path: Path, panels: Sequence[Callable[[Any], None]], title: str) -> Non
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()  # rendered here, written whole (a full disk: one line, no half PNG)
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
+    with writing("a plot", path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, png.getvalue(), "a plot")
