@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
-from fedrec.config import RunConfig, config_sources, to_dict, with_new_defaults
+from fedrec.config import (
+    RunConfig,
+    check_clients,
+    config_sources,
+    to_dict,
+    with_new_defaults,
+)
 from fedrec.core import files
 from fedrec.core.memory import WORKING_SET, WORKING_SET_PART, check_fits
 from fedrec.data import is_user_file, load_dataset
@@ -225,11 +231,7 @@ def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
     if isinstance(ds, GraphDataset):
         return
     clients = len(ds.user_ids())
-    if cfg.clients_per_round > clients:
-        raise ConfigError(
-            f"clients_per_round is {cfg.clients_per_round} but {ds.name} has {clients} clients "
-            f"(users with training data); use at most {clients}, or 0 for all"
-        )
+    check_clients(cfg.clients_per_round, clients, ds.name, "users with training data")
     if not isinstance(cfg, SecureSumOptions):
         return
     need, what = cfg.clients_per_sum()
