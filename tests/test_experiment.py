@@ -14,7 +14,7 @@ import torch
 
 from fedrec.algorithms import resolve_config
 from fedrec.engines.common import simulate
-from fedrec.errors import ConfigError, FedrecError
+from fedrec.errors import ConfigError, DataError, FedrecError
 from fedrec.experiment import RESULTS_NAME, check_resume, made_from, run_experiment
 from fedrec.federation.checkpoint import (
     CHECKPOINT_NAME,
@@ -293,19 +293,22 @@ def test_a_refused_resume_names_the_setting_and_keeps_the_finished_result(
     _pmf(data_root, out)
     finished = (out / RESULTS_NAME).read_bytes()
     checkpoint = (out / CHECKPOINT_NAME).read_bytes()
-    refusals = [
+    sha = r"[0-9a-f]{12}\.\.\."
+    refusals = [  # each a regular expression of the whole message after "--resume refused: "
         ({"overrides": {"rounds": 3}}, "rounds is 2 in the checkpoint, 3 now"),
         ({"overrides": {"rounds": 3, "lr": 0.5}},
-         "rounds is 2 in the checkpoint, 3 now (and 1 more)"),
+         r"rounds is 2 in the checkpoint, 3 now \(and 1 more\)"),
+        # Another split is other data: refused on the loaded data's digest, naming the option.
         ({"dataset_options": {"split": "u2"}},
-         "dataset option split is not set in the checkpoint, u2 now"),
+         rf"the data's sha256 is {sha} in the checkpoint, {sha} now "
+         r"\(dataset option split is not set in the checkpoint, u2 now\)"),
     ]
     for kw, message in refusals:
         with pytest.raises(FedrecError) as err:
             _pmf(data_root, out, resume=True, **kw)
         # A refused resume touches nothing: the completed result is still there, unchanged.
         assert (out / RESULTS_NAME).read_bytes() == finished
-        assert str(err.value) == "--resume refused: " + message
+        assert re.fullmatch("--resume refused: " + message, str(err.value)), str(err.value)
     with pytest.raises(FedrecError, match=r"^--resume refused: algorithm is pmf in the "
                                           r"checkpoint, fcf now$"):
         run_experiment("fcf", "ml-100k", data_dir=data_root, overrides={"rounds": 2, "dim": 4},
@@ -418,12 +421,93 @@ def test_resume_refuses_changed_data(data_root: Path, tmp_path: Path) -> None:
     assert load_checkpoint(out / CHECKPOINT_NAME)["round"] == 2
 
 
-def test_clients_per_round_larger_than_the_clients_is_refused(data_root: Path) -> None:
+def test_resume_compares_what_the_data_is_not_how_it_was_named(
+    data_root: Path, tmp_path: Path
+) -> None:
+    """Issue 42: the default split given explicitly (``split=u1``), or the same folder named
+    by another path, made --resume refuse identical data; the loaded data's digest decides."""
     _need(data_root, "ml-100k/u.data")
-    with pytest.raises(ConfigError, match=r"^clients_per_round is 944 but ml-100k has 943 "
-                                          r"clients"):
-        run_experiment("fcf", "ml-100k", data_dir=data_root, options=QUIET,
-                       overrides={"rounds": 1, "dim": 4, "clients_per_round": 944})
+    out = tmp_path / "run"
+    _pmf(data_root, out, overrides={"rounds": 3}, stop_after=1)
+    linked = tmp_path / "linked-data"
+    linked.symlink_to(data_root)
+    assert _pmf(linked, out, overrides={"rounds": 3}, dataset_options={"split": "u1"},
+                resume=True, stop_after=2).status == "interrupted"
+    assert load_checkpoint(out / CHECKPOINT_NAME)["round"] == 2
+
+
+def test_resume_of_a_users_file_by_another_path(tmp_path: Path) -> None:
+    """A user's file named by another path (a symlinked folder) with its default split spelled
+    out is the same data; one changed rating is not, and the refusal names the digests."""
+    rng = np.random.default_rng(0)
+    rows = [f"{u},{i},{rng.integers(1, 6)}" for u in range(30) for i in range(u % 7, 40, 3)]
+    first = tmp_path / "a" / "ratings.csv"
+    first.parent.mkdir()
+    first.write_text("user,item,rating\n" + "\n".join(rows) + "\n")
+    (tmp_path / "b").symlink_to(first.parent)
+    out = tmp_path / "run"
+
+    def pmf(path: Path, **kw):
+        return run_experiment("pmf", path, overrides={**QUICK, "rounds": 3}, out_dir=out,
+                              dataset_options=kw.pop("dataset_options", None),
+                              options=RunOptions(progress=False, **kw))
+
+    assert pmf(first, stop_after=1).status == "interrupted"
+    assert pmf(tmp_path / "b" / "ratings.csv", dataset_options={"split": "random"},
+               resume=True, stop_after=2).status == "interrupted"
+    rows[0] = rows[0][:-1] + str(int(rows[0][-1]) % 5 + 1)
+    other = tmp_path / "c" / "ratings.csv"
+    other.parent.mkdir()
+    other.write_text("user,item,rating\n" + "\n".join(rows) + "\n")
+    with pytest.raises(FedrecError) as err:  # the spelling of the run that wrote it last
+        pmf(other, resume=True)
+    assert re.fullmatch(r"--resume refused: the data's sha256 is [0-9a-f]{12}\.\.\. in the "
+                        r"checkpoint, [0-9a-f]{12}\.\.\. now \(dataset is .*/b/ratings\.csv in "
+                        r"the checkpoint, .*/c/ratings\.csv now; dataset option split is random "
+                        r"in the checkpoint, not set now\)", str(err.value)), str(err.value)
+    assert load_checkpoint(out / CHECKPOINT_NAME)["round"] == 2
+
+
+@pytest.mark.parametrize(("algorithm", "count", "message"), [
+    ("fcf", 944, r"^clients_per_round is 944 but ml-100k has 943 clients"),
+    # Every sum of a secure aggregation is over two clients at least (issue 42: it failed
+    # inside the protocol).
+    ("fedgrec", 1, r"^clients_per_round is 1 but a sum by secure aggregation needs at least 2 "
+                   r"clients; use 2 or more"),
+])
+def test_clients_per_round_the_run_cannot_draw_is_refused(
+        data_root: Path, algorithm: str, count: int, message: str) -> None:
+    _need(data_root, "ml-100k/u.data")
+    with pytest.raises(ConfigError, match=message):
+        run_experiment(algorithm, "ml-100k", data_dir=data_root, options=QUIET,
+                       overrides={"rounds": 1, "dim": 4, "clients_per_round": count})
+
+
+def _one_user_file(tmp_path: Path) -> Path:
+    path = tmp_path / "one.csv"
+    path.write_text("user,item,rating\n" + "".join(f"u1,i{i},{i % 5 + 1}\n" for i in range(40)))
+    return path
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_fedgrec_on_a_one_user_file_blames_the_data(tmp_path: Path, secure: bool) -> None:
+    """Issue 42: FedGRec on a one-user file failed inside secure aggregation, also with
+    secure_aggregation=false; every sum it makes needs two clients, which the data lacks."""
+    what = ("a sum by secure aggregation" if secure else
+            r"a plain sum of fixed-point uploads \(secure_aggregation=false\)")
+    with pytest.raises(DataError, match=rf"^one\.csv has 1 client \(users with training data\), "
+                                        rf"but {what} needs at least 2: give data of 2 or more "
+                                        r"users$"):
+        run_experiment("fedgrec", _one_user_file(tmp_path), options=QUIET,
+                       overrides={"rounds": 1, "dim": 4, "clients_per_round": 0,
+                                  "secure_aggregation": secure})
+
+
+def test_a_plain_sum_of_raw_uploads_runs_on_one_user(tmp_path: Path) -> None:
+    """FCF without secure aggregation adds raw uploads: one client is a run, not an error."""
+    result = run_experiment("fcf", _one_user_file(tmp_path), options=QUIET,
+                            overrides={"rounds": 1, "dim": 4, "clients_per_round": 0})
+    assert result.status == "complete"
 
 
 def test_a_run_removes_the_temp_files_of_a_checkpoint_write_that_was_killed(

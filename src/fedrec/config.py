@@ -115,6 +115,15 @@ class RunConfig:
         check_range("eval_every", self.eval_every, 1)
 
 
+def check_clients(clients_per_round: int, clients: int, whose: str, which: str) -> None:
+    """Raise ConfigError when ``clients_per_round`` asks for more than the ``clients`` there
+    are (0 means all of them; a larger count would be capped silently). ``whose``: who has
+    them (a dataset's name, an algorithm's), ``which``: what the clients are there."""
+    if clients_per_round > clients:
+        raise ConfigError(f"clients_per_round is {clients_per_round} but {whose} has {clients} "
+                          f"clients ({which}); use at most {clients}, or 0 for all")
+
+
 def check_range(name: str, value: float, low: float | None = None, high: float | None = None,
                 *, low_open: bool = False) -> None:
     """Raise ConfigError unless ``value`` is finite and ``low <= value <= high`` (``low < value``

@@ -13,6 +13,11 @@ class ConfigError(FedrecError):
     """An unknown name or an out-of-range hyperparameter."""
 
 
+class WriteError(FedrecError):
+    """A file could not be written (a full disk, a quota, a read-only folder): the machine's
+    state, not the run's settings (:mod:`fedrec.core.files`)."""
+
+
 class ProtocolError(FedrecError):
     """A party broke the protocol (for example too few clients survived to unmask a sum)."""
 

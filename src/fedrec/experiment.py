@@ -16,7 +16,9 @@ secret, kept in the checkpoint, see :mod:`fedrec.federation.secrets`).
 The checkpoint records what the run was made from (:func:`made_from`: algorithm, resolved
 configuration, dataset name and options, the fingerprint of the loaded data); a resume that
 differs in any of them, or that is given another client secret than the checkpoint's, is
-refused (:func:`check_resume`) before anything in the output directory is touched. Everything
+refused (:func:`check_resume`) before anything in the output directory is touched. The data
+is compared by its fingerprint, not by its spelling: a user's file by another path, or the
+default split given explicitly, is the same data (:func:`same_data_spelled_otherwise`). Everything
 that can be checked without the data (the options, the configuration, the output directory,
 the checkpoint's record and client secret) is checked before the data is loaded; what needs
 the data (its kind, its number of clients, what the run would allocate against the memory
@@ -33,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from fedrec.algorithms import AlgorithmSpec, get_algorithm, resolve_config
-from fedrec.config import RunConfig, config_sources, to_dict, with_new_defaults
+from fedrec.config import (
+    RunConfig,
+    check_clients,
+    config_sources,
+    to_dict,
+    with_new_defaults,
+)
+from fedrec.core import files
 from fedrec.core.memory import WORKING_SET, WORKING_SET_PART, check_fits
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
@@ -45,10 +54,11 @@ from fedrec.data.types import (
     RatingDataset,
     dataset_sizes,
 )
-from fedrec.errors import ConfigError, DataError, FedrecError, ResumeRefused
+from fedrec.errors import ConfigError, DataError, ResumeRefused, WriteError
 from fedrec.federation.checkpoint import CHECKPOINT_NAME, load_checkpoint, remove_stale_temps
 from fedrec.federation.runtime import seed_everything
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.federation.secure_sum import SecureSumOptions
 from fedrec.options import RunOptions
 from fedrec.rounds import RoundCheckpoint, RunResult, reset_peak_rss, run_rounds
 from fedrec.tracking import TensorBoardLog, summary_writer_class
@@ -108,6 +118,42 @@ def made_from(
     return record
 
 
+#: The entries of a :func:`made_from` record that say how the data was *spelled* (a path, the
+#: options given); what the data *is* is ``data_sha256``, and only that is compared.
+SPELLING = ("dataset", "dataset_options")
+
+
+def same_data_spelled_otherwise(then: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without the entries of :data:`SPELLING` that can name the same data another
+    way: a user's file or folder by another path (a symlink, a copy, ``./x.csv``), options that
+    spell a default (``split=u1``) or drop it. Two catalogue names stay compared (they are
+    different data, refused before loading); the loaded data's ``data_sha256`` decides the
+    rest (:func:`check_data`)."""
+    kept = {k: v for k, v in record.items() if k not in SPELLING}
+    named = [then.get("dataset"), record.get("dataset")]
+    if all(isinstance(n, str) and not is_user_file(n) for n in named):
+        kept["dataset"] = record["dataset"]
+    return kept
+
+
+def check_data(then: dict[str, Any], record: dict[str, Any]) -> None:
+    """Raise :class:`ResumeRefused` when the loaded data's digest (``data_sha256`` of
+    ``record``) is not the checkpoint's (``then``), naming the spelling that differs too."""
+    old, now = then.get("data_sha256", _ABSENT), record["data_sha256"]
+    if old == now:
+        return
+    shown = f"{str(old)[:12]}..." if old is not _ABSENT else "not recorded"
+    spelled = [f"dataset is {then.get('dataset')} in the checkpoint, {record['dataset']} now"
+               ] if then.get("dataset") != record["dataset"] else []
+    opts_then, opts_now = then.get("dataset_options") or {}, record["dataset_options"]
+    spelled += [f"dataset option {k} is {_shown(opts_then.get(k, _ABSENT))} in the checkpoint, "
+                f"{_shown(opts_now.get(k, _ABSENT))} now"
+                for k in [*opts_now, *(k for k in opts_then if k not in opts_now)]
+                if opts_then.get(k, _ABSENT) != opts_now.get(k, _ABSENT)]
+    raise ResumeRefused(f"--resume refused: the data's sha256 is {shown} in the checkpoint, "
+                        f"{now[:12]}... now" + (f" ({'; '.join(spelled)})" if spelled else ""))
+
+
 def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | None,
                  cfg: RunConfig | None = None, secrets: ClientSecrets | None = None) -> None:
     """Raise :class:`ResumeRefused` naming the first entry of ``record`` (a :func:`made_from`)
@@ -121,7 +167,9 @@ def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | Non
         raise ResumeRefused(f"--resume refused: the checkpoint in {out} does not record what its "
                             "run was made from (an older fedrec wrote it); run without --resume")
     check_secret(stored, secrets)
-    for key, now in record.items():
+    if "data_sha256" in record:
+        check_data(then, record)
+    for key, now in same_data_spelled_otherwise(then, record).items():
         old = then.get(key, _ABSENT)
         if key == "config" and cfg is not None and isinstance(old, dict):
             old = with_new_defaults(old, cfg)
@@ -130,10 +178,8 @@ def check_resume(stored: dict[str, Any], record: dict[str, Any], out: Path | Non
             diffs = [(_NAMED_BY_ENTRY[key] + k, old.get(k, _ABSENT), now.get(k, _ABSENT))
                      for k in [*now, *(k for k in old if k not in now)]
                      if old.get(k, _ABSENT) != now.get(k, _ABSENT)]
-        elif old == now:
+        elif old == now or key == "data_sha256":  # the digest: compared by check_data
             diffs = []
-        elif key == "data_sha256":  # a digest's head identifies it
-            diffs = [("the data's sha256", f"{str(old)[:12]}...", f"{now[:12]}...")]
         else:
             diffs = [(key, old, now)]
         if diffs:
@@ -179,15 +225,23 @@ def check_test_rows(dataset: str, ds: Dataset) -> None:
 
 def check_clients_per_round(cfg: RunConfig, ds: Dataset) -> None:
     """Raise ConfigError when ``clients_per_round`` asks for more clients than ``ds`` has (one
-    client per user with training data); 0 means all of them."""
+    client per user with training data; 0 means all of them), or fewer than each of the run's
+    sums needs (:meth:`~fedrec.federation.secure_sum.SecureSumOptions.clients_per_sum`);
+    DataError when ``ds`` itself has fewer clients than that."""
     if isinstance(ds, GraphDataset):
         return
     clients = len(ds.user_ids())
-    if cfg.clients_per_round > clients:
-        raise ConfigError(
-            f"clients_per_round is {cfg.clients_per_round} but {ds.name} has {clients} clients "
-            f"(users with training data); use at most {clients}, or 0 for all"
-        )
+    check_clients(cfg.clients_per_round, clients, ds.name, "users with training data")
+    if not isinstance(cfg, SecureSumOptions):
+        return
+    need, what = cfg.clients_per_sum()
+    if clients < need:
+        raise DataError(f"{ds.name} has {clients} client{'s' if clients != 1 else ''} (users "
+                        f"with training data), but {what} needs at least {need}: give data of "
+                        f"{need} or more users")
+    if 0 < cfg.clients_per_round < need:
+        raise ConfigError(f"clients_per_round is {cfg.clients_per_round} but {what} needs at "
+                          f"least {need} clients; use {need} or more, or 0 for all")
 
 
 def check_kind(algorithm: str, kinds: tuple[str, ...], dataset: str, kind: str) -> None:
@@ -341,17 +395,14 @@ def write_id_map(out: Path, ds: Dataset) -> None:
 
 
 def write_atomic(path: Path, text: str, what: str) -> None:
-    """``text`` into ``path`` through ``path.tmp`` (never half a file under the name); a write
-    that fails (a full disk) is a one-line FedrecError naming ``what`` and ``path``, and says
-    that the checkpoint beside it, if there is one, still holds the run."""
-    tmp = path.with_name(path.name + ".tmp")
+    """:func:`fedrec.core.files.write_atomic` of a run's file: a failed write is a one-line
+    :class:`~fedrec.errors.WriteError` naming ``what`` and ``path``, and says that the
+    checkpoint beside it, if there is one, still holds the run."""
     try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        kept = (f"; the checkpoint {path.parent / CHECKPOINT_NAME} holds the finished run: "
-                "free space and run again with --resume to write it"
-                if (path.parent / CHECKPOINT_NAME).is_file() else "")
-        raise FedrecError(f"could not write {what} to {path} ({exc.strerror or exc}){kept}"
-                          ) from None
+        files.write_atomic(path, text, what)
+    except WriteError as exc:
+        if not (path.parent / CHECKPOINT_NAME).is_file():
+            raise
+        raise WriteError(f"{exc}; the checkpoint {path.parent / CHECKPOINT_NAME} holds the "
+                         "finished run: free space and run again with --resume to write it"
+                         ) from None

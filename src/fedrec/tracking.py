@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fedrec.errors import ConfigError, FedrecError
+from fedrec.errors import ConfigError, WriteError
 from fedrec.privacy.report import run_epsilon
 
 #: The history sections written, and the tag prefix of each.
@@ -92,7 +92,7 @@ class TensorBoardLog:
             yield
         except OSError as exc:
             self.failed = True
-            raise FedrecError(f"could not write the TensorBoard log in {self.path} "
+            raise WriteError(f"could not write the TensorBoard log in {self.path} "
                               f"({exc.strerror or exc})") from None
 
     def _add_up(self, row: dict[str, Any]) -> None:

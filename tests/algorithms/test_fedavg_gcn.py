@@ -44,6 +44,9 @@ def test_bad_input_is_a_config_error(cora, ml100k) -> None:
         resolve_config("fedavg-gcn", "cora", overrides={"public_fraction": 1.0})
     with pytest.raises(ConfigError, match="num_hosts"):
         resolve_config("fedavg-gcn", "cora", overrides={"num_hosts": 0})
+    with pytest.raises(ConfigError, match=r"^clients_per_round is 5 but fedavg-gcn has 4 "
+                                          r"clients \(num_hosts\); use at most 4"):
+        resolve_config("fedavg-gcn", "cora", overrides={"clients_per_round": 5})
     cfg = resolve_config("fedavg-gcn", "cora")
     with pytest.raises(ConfigError, match="needs a graph"):
         build_fedavg_gcn_job(cfg, ml100k, torch.device("cpu"))

@@ -278,6 +278,11 @@ def test_the_shared_layer_takes_the_average_and_passes_the_gradient_to_the_own_v
     ({"share_at": "input"}, "share_at must be one of layer, projection"),
     ({"table_expiry": -1}, "table_expiry must be >= 0"),
     ({"table_expiry": 2, "schedule": "synchronous"}, "table_expiry ages the sequential"),
+    # Issue 42: capped silently to the hosts before; refused as fedrec run refuses more clients
+    # than a dataset's users.
+    ({"num_hosts": 3, "clients_per_round": 4},
+     r"^clients_per_round is 4 but feras has 3 clients \(num_hosts\); use at most 3, or 0 for "
+     r"all$"),
 ])
 def test_bad_input_is_a_one_line_config_error(overrides: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:

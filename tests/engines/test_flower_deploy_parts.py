@@ -14,7 +14,9 @@ from fedrec.engines.flower.deploy import (
     SECRET_FILE_KEY,
     SECRET_KEY,
     DeployError,
+    Deployment,
     loopback_env,
+    serverapp_failed,
     submitted_run_id,
     write_private,
 )
@@ -99,3 +101,42 @@ def test_a_node_config_may_still_hold_the_secret_itself() -> None:
     # The simulation's and the in-memory grid's node configs, which no command line shows.
     assert node_secret({SECRET_KEY: "cd" * 32}).root_bytes() == bytes([0xCD] * 32)
     assert not node_secret({}).given  # none: fresh entropy
+
+
+def test_a_serverapp_that_ended_with_a_fedrec_error_is_one_line(tmp_path) -> None:
+    """The ServerApp's error.txt holds its traceback; a fedrec error (a lost service, no update)
+    is said in one line that points at it, anything else keeps the whole traceback."""
+    error = tmp_path / "error.txt"
+    error.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+                     "fedrec.errors.ProtocolError: round 2, step 'average_embeddings': SuperNode "
+                     "900, which hosts the aggregator, did not answer\n")
+    assert str(serverapp_failed(error)) == (
+        "the ServerApp failed: round 2, step 'average_embeddings': SuperNode 900, which hosts "
+        f"the aggregator, did not answer (traceback in {error})")
+    error.write_text("Traceback (most recent call last):\nKeyError: 'x'\n")
+    assert str(serverapp_failed(error)) == ("the ServerApp failed:\nTraceback (most recent call "
+                                            "last):\nKeyError: 'x'\n")
+
+
+def test_a_full_disk_while_starting_a_deployment_s_process_is_one_line(
+        tmp_path, monkeypatch) -> None:
+    """Each process of a deployment writes into its log in the work folder; a full disk there
+    is one WriteError naming the logs, not a traceback, and nothing is started."""
+    import errno
+    from pathlib import Path
+
+    from fedrec.errors import WriteError
+
+    real_open = Path.open
+
+    def full(self, mode="r", *args, **kwargs):
+        if self.suffix == ".log":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full)
+    dep = Deployment(tmp_path, dict(os.environ))
+    with pytest.raises(WriteError, match=r"^could not write the deployment's logs to .*logs "
+                                         r"\(No space left on device\)$"):
+        dep.start("superlink", ["true"])
+    assert dep.procs == [] and dep.reaper is None

@@ -18,6 +18,7 @@ from fedrec.core.rng import torch_generator
 from fedrec.engines.common import resolve
 from fedrec.engines.flower.grid import InMemoryGrid, run_in_memory
 from fedrec.engines.flower.node import NodeHost, node_share
+from fedrec.errors import ProtocolError
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.options import RunOptions
 
@@ -139,6 +140,22 @@ def test_feras_aggregation_server_runs_on_a_node_of_its_own(tmp_path, data_root,
     as_states = NodeHost(grid.rc, grid.node_configs[900], grid.states[900])._load_states()
     assert set(as_states) == {"aggregator"}
     assert len(as_states["aggregator"]["table"]) == (4 if schedule == "sequential" else 0)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
+def test_a_dead_aggregation_server_is_named_not_its_hosts(tmp_path, data_root,
+                                                          schedule: str) -> None:
+    """Issue 42: Feras's AS killed in round 2 was reported as a step no host answered (the
+    hosts waited for its embeddings); a lost service is no dropout, and the error names it."""
+    _staged_cora(data_root)
+    settings = {"rounds": 3, "eval_every": 1, "num_hosts": 4, "hidden": 16,
+                "iterations_per_round": 2, "weight_every": 2, "presample": 20,
+                "schedule": schedule}
+    with pytest.raises(ProtocolError) as err:
+        local_run(tmp_path, data_root, "feras", settings, dataset="cora", kill={900: 2})
+    assert str(err.value) == ("round 2, step 'average_embeddings': SuperNode 900, which hosts "
+                              "the aggregator, did not answer (killed, crashed or cut off); the "
+                              "run cannot go on without it")
 
 
 def test_secagg_plus_shares_go_to_the_neighbours_only(tmp_path, ml100k_root) -> None:

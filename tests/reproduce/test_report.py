@@ -51,3 +51,28 @@ def test_paired_differences_pair_by_seed_at_the_chosen_round() -> None:
     # seed 0: 0.80 (round 2) - 0.75 (round 1); seed 1: 0.70 - 0.60; seed 2 has no pair
     assert paired_differences(runs, base, "rmse") == pytest.approx([0.05, 0.10])
     assert paired_differences(runs, [], "rmse") == []
+
+
+def test_a_full_disk_while_writing_the_report_or_a_plot_is_one_line(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: the report and the plots of a reproduction wrote with write_text/savefig, and
+    a full disk ended in a traceback; now one WriteError, and no half file under the name."""
+    import errno
+    import os
+    from pathlib import Path
+
+    from fedrec.errors import WriteError
+    from fedrec.reproduce.report import finish_report, plot
+
+    def enospc(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", enospc)
+    monkeypatch.setattr(Path, "write_bytes", enospc)
+    with pytest.raises(WriteError, match=r"^could not write the reproduction's report to "
+                                         r".*README\.md \(No space left on device\)$"):
+        finish_report(tmp_path, ["# A table"], [])
+    with pytest.raises(WriteError, match=r"^could not write a plot to .*curve\.png \(No space "
+                                         r"left on device\)$"):
+        plot(tmp_path / "curve.png", [lambda ax: ax.plot([0, 1], [1, 0])], "a curve")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

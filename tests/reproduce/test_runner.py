@@ -159,6 +159,24 @@ def test_a_failed_setting_is_recorded_and_the_grid_goes_on(tmp_path: Path) -> No
     assert len(rec.calls) == 1
 
 
+def test_a_full_disk_stops_the_grid_and_is_not_recorded_as_the_setting_s_failure(
+        tmp_path: Path) -> None:
+    """A run that could not write its files failed for the machine, not for its settings: the
+    grid stops with that one line, and nothing marks the setting failed (it runs next time)."""
+    from fedrec.errors import WriteError
+
+    def runner(algorithm, dataset, *, overrides, out_dir, **kw):
+        raise WriteError(f"could not write the run's results to {out_dir} (No space left on "
+                         "device)")
+
+    specs = [RunSpec("full", "fcf", "ml-100k"), RunSpec("next", "fcf", "ml-100k")]
+    with pytest.raises(WriteError, match="No space left"):
+        run_all(specs, tmp_path, runner=runner)
+    assert status_of(tmp_path, specs[0]) == "seed 0: not run"
+    rec = Recorder()
+    assert list(run_all(specs, tmp_path, runner=rec)) == ["full", "next"]
+
+
 def test_a_checkpoint_of_other_settings_is_started_again(data_root: Path, tmp_path: Path) -> None:
     # The real runner: its refusal to resume (ResumeRefused) makes run_all start afresh.
     if not (data_root / "ml-100k/u.data").is_file():

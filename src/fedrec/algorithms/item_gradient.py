@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -50,6 +50,7 @@ class ItemGradientConfig(MFConfig, SecureSumOptions):
     lr_user: float = option(0.5, "client step size on its own user factor (mean loss)")
     # Without secure aggregation the (sparse) uploads go in clear, unclipped: the plain sum of
     # SecureSumOptions is not used here.
+    PLAIN_SUM_ENCODED: ClassVar[bool] = False
     secure_aggregation: bool = option(False, "true: the server sees only masked, dense uploads "
                                              "and their sum (secagg_variant); false: every "
                                              "upload in clear")

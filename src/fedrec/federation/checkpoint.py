@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fedrec.errors import FedrecError
+from fedrec.errors import FedrecError, WriteError
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -53,13 +53,13 @@ def remove_stale_temps(path: str | Path) -> list[Path]:
     return stale
 
 
-def _unwritten(path: Path, exc: OSError) -> FedrecError:
+def _unwritten(path: Path, exc: OSError) -> WriteError:
     """A checkpoint that could not be written (a full disk, a folder gone read-only): the
     previous one, if any, is whole (the write is atomic), and a --resume starts from it."""
     reason = exc.strerror or str(exc)
     kept = ("the previous checkpoint is intact (resume with --resume)" if path.is_file()
             else "no checkpoint was written")
-    return FedrecError(f"could not write the checkpoint {path} ({reason}); {kept}")
+    return WriteError(f"could not write the checkpoint {path} ({reason}); {kept}")
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

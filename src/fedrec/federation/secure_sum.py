@@ -67,7 +67,7 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -253,9 +253,25 @@ class SecureSumOptions(SecureSumParameters, _SecureAggregationSwitch):
     inherits them (with its own ``rounds``); one that differs only in a default redeclares that
     field with ``option(value)``."""
 
+    #: Whether the plain sum (``secure_aggregation: false``) is made of the same fixed-point
+    #: encodings as the secure one (:func:`sum_cohort`), whose ring is sized for a sum of at
+    #: least 2 uploads; an algorithm whose plain path adds raw uploads sets it False.
+    PLAIN_SUM_ENCODED: ClassVar[bool] = True
+
     def validate(self) -> None:
         super().validate()
         self.validate_sum()
+
+    def clients_per_sum(self) -> tuple[int, str]:
+        """``(n, what)``: every sum of this run is over at least ``n`` clients, and ``what``
+        names that sum in a message; n = 2 for a secure sum (masks cancel only between two or
+        more clients, :func:`threshold_count`) and for a plain sum of its fixed-point
+        encodings (:data:`PLAIN_SUM_ENCODED`), else 1."""
+        if self.secure_aggregation:
+            return 2, "a sum by secure aggregation"
+        if self.PLAIN_SUM_ENCODED:
+            return 2, "a plain sum of fixed-point uploads (secure_aggregation=false)"
+        return 1, "a plain sum"
 
 
 def secure_sum_config(dim: int, cohort: int, threshold: float, clip: float,

@@ -28,6 +28,7 @@ from typing import Any
 
 from fedrec import configs
 from fedrec.config import PRIVACY_COSTS_NAME, presets
+from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, metric, selected_rounds
 from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
@@ -165,9 +166,10 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
           f"{c['without']:.4f}"] for c in costs]) if costs else "not run yet\n")
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(costs, indent=1) + "\n"
-    (out / PRIVACY_COSTS_NAME).write_text(text)
+    write_atomic(out / PRIVACY_COSTS_NAME, text, "the measured privacy costs")
     if not quick:  # the packaged copy runs quote (a test checks the two agree)
-        (Path(configs.__file__).parent / PRIVACY_COSTS_NAME).write_text(text)
+        write_atomic(Path(configs.__file__).parent / PRIVACY_COSTS_NAME, text,
+                     "the packaged privacy costs")
     return finish_report(out, lines, specs)
 
 

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from fedrec.core.files import write_atomic, writing
 from fedrec.data import load_dataset
 from fedrec.data.types import Dataset
 from fedrec.options import RunOptions
@@ -177,8 +178,9 @@ def central_dssm(out: Path, view: str, seed: int, quick: bool, ds: Dataset,
     best = max(history, key=lambda h: (h["valid"].get("Recall@10", 0.0), -h["round"]))
     res = {"options": opts, "view": view, "seed": seed, "history": history,
            "selected_epoch": best["round"], "test": best["eval"]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(res, indent=1))
+    with writing("a central run's results", path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(res, indent=1), "a central run's results")
     return res
 
 
@@ -315,8 +317,10 @@ def attack_rows(out: Path, quick: bool, ds: Dataset, run: bool = True) -> list[d
     if not run:
         return []
     rows = attack_table_rows(_multiview({}, ds), _config, opts["sigmas"], opts["devices"])
-    out.mkdir(parents=True, exist_ok=True)
+    with writing("the attack's results", out):
+        out.mkdir(parents=True, exist_ok=True)
     # (per-device arrays as lists; the table reads the scalars)
-    path.write_text(json.dumps({"options": opts, "rows": rows}, default=lambda v: v.tolist()))
+    write_atomic(path, json.dumps({"options": opts, "rows": rows},
+                                  default=lambda v: v.tolist()), "the attack's results")
     return rows
 

@@ -6,6 +6,7 @@ sample standard deviation over seeds); published numbers are labelled as such.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from fedrec.core.files import write_atomic, writing
 from fedrec.reproduce.runner import RunSpec, status_of
 
 Results = list[dict[str, Any]]
@@ -113,8 +115,9 @@ def finish_report(out: Path, lines: list[str], specs: Iterable[RunSpec]) -> Path
     rows = [[s.key, "`" + command_of(s) + "`", status_of(out, s)] for s in specs]
     out.mkdir(parents=True, exist_ok=True)  # a report-only pass may have run nothing
     path = out / "README.md"
-    path.write_text("\n".join([*lines, "## Runs\n", markdown_table(["key", "command", "status"],
-                                                                     rows)]))
+    write_atomic(path, "\n".join([*lines, "## Runs\n",
+                                  markdown_table(["key", "command", "status"], rows)]),
+                 "the reproduction's report")
     return path
 
 
@@ -157,6 +160,9 @@ def plot(path: Path, panels: Sequence[Callable[[Any], None]], title: str) -> Non
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()  # rendered here, written whole (a full disk: one line, no half PNG)
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
+    with writing("a plot", path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, png.getvalue(), "a plot")

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from fedrec.config import RunConfig, option_flags, to_dict, with_new_defaults
-from fedrec.errors import ConfigError, FedrecError, ResumeRefused
+from fedrec.core.files import write_atomic, writing
+from fedrec.errors import ConfigError, FedrecError, ResumeRefused, WriteError
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.federation.checkpoint import CHECKPOINT_NAME
 from fedrec.options import RunOptions
@@ -153,8 +154,9 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 continue
             if canon in by_config:
                 results.setdefault(spec.key, []).append(by_config[canon][0])
-                folder.mkdir(parents=True, exist_ok=True)
-                (folder / SAME_AS_NAME).write_text(by_config[canon][1] + "\n")
+                with writing("a run's folder", folder):
+                    folder.mkdir(parents=True, exist_ok=True)
+                write_atomic(folder / SAME_AS_NAME, by_config[canon][1] + "\n", "a twin's note")
                 continue
             if not may_run(spec.key, run_missing):
                 continue
@@ -178,12 +180,16 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                     # A checkpoint from other settings or data: start the run again from scratch.
                     (folder / CHECKPOINT_NAME).unlink()
                     runner(spec.algorithm, spec.dataset, options=base, **kwargs)
+            except WriteError:
+                raise  # the machine's (a full disk), not the setting's: the grid stops
             except FedrecError as exc:
                 # One setting failing (a diverged run: no finite update arrived) must not stop
                 # the grid; the report shows the failure in that setting's place.
                 _log(f"{spec.key} seed {seed} failed: {exc}")
-                folder.mkdir(parents=True, exist_ok=True)
-                (folder / FAILED_NAME).write_text(json.dumps({"error": str(exc)}))
+                with writing("a run's folder", folder):
+                    folder.mkdir(parents=True, exist_ok=True)
+                write_atomic(folder / FAILED_NAME, json.dumps({"error": str(exc)}),
+                             "a failed run's note")
                 continue
             res = json.loads(path.read_text())
             results.setdefault(spec.key, []).append(res)

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedrec.algorithms import AlgorithmSpec
 from fedrec.config import RunConfig, to_dict
+from fedrec.core.files import writing
 from fedrec.data.paths import resolve_data_dir
 from fedrec.engines.common import resolve, service_roles
 from fedrec.engines.flower import reaper as reaper_script
@@ -131,6 +132,18 @@ def loopback_env(env: dict[str, str]) -> dict[str, str]:
 
 class DeployError(FedrecError):
     """The deployment did not finish (a process failed, or it timed out)."""
+
+
+def serverapp_failed(error_file: Path) -> DeployError:
+    """The error of a ServerApp that wrote ``error_file`` (its traceback): one line naming the
+    fedrec error it ended with (a party lost, a step without updates, ...) and where the
+    traceback is; anything else (a bug) with the whole traceback."""
+    text = error_file.read_text(errors="replace")
+    last = text.rstrip().rsplit("\n", 1)[-1]
+    kind, _, message = last.partition(": ")
+    if kind.startswith("fedrec.") and message:
+        return DeployError(f"the ServerApp failed: {message} (traceback in {error_file})")
+    return DeployError("the ServerApp failed:\n" + text)
 
 
 def submitted_run_id(output: str) -> int:
@@ -227,21 +240,25 @@ class Deployment:
         return self.workdir / "reaper-leaders"
 
     def start(self, name: str, argv: list[str]) -> Proc:
+        """Start ``argv`` as ``name``, its output in ``logs/<name>.log`` (a write refused
+        there, a full disk, is a one-line WriteError)."""
         logdir = self.workdir / "logs"
-        logdir.mkdir(exist_ok=True)
-        if self.reaper is None:
-            self.leaders_file.touch()
-            with (logdir / "reaper.log").open("wb") as f:
-                self.reaper = subprocess.Popen(
-                    [sys.executable, reaper_script.__file__,
-                     "--host-pid", str(os.getpid()), "--leaders", str(self.leaders_file)],
-                    stdout=f, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
-        log = logdir / f"{name}.log"
-        with log.open("wb") as f:
-            popen = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=self.env,
-                                     cwd=self.workdir, start_new_session=True)
-        with self.leaders_file.open("a") as f:
-            f.write(f"{popen.pid}\n")
+        with writing("the deployment's logs", logdir):
+            logdir.mkdir(exist_ok=True)
+            if self.reaper is None:
+                self.leaders_file.touch()
+                with (logdir / "reaper.log").open("wb") as f:
+                    self.reaper = subprocess.Popen(
+                        [sys.executable, reaper_script.__file__,
+                         "--host-pid", str(os.getpid()), "--leaders", str(self.leaders_file)],
+                        stdout=f, stderr=subprocess.STDOUT, env=self.env,
+                        start_new_session=True)
+            log = logdir / f"{name}.log"
+            with log.open("wb") as f:
+                popen = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=self.env,
+                                         cwd=self.workdir, start_new_session=True)
+            with self.leaders_file.open("a") as f:
+                f.write(f"{popen.pid}\n")
         proc = Proc(name, popen, log)
         self.procs.append(proc)
         return proc
@@ -442,32 +459,34 @@ def deploy(
     if given is not None:
         check_out_dir(given)
     # Every check made: from here on the output directory is written to.
-    work = Path(tempfile.mkdtemp(prefix="fedrec-deploy-"))
-    out = given if given is not None else work / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    # A finished result there stays until this run's replaces it (the ServerApp writes it
-    # atomically, at the end): a deployment that fails leaves it as it was. This run's is the
-    # results file that is not that one.
-    old_result = _identity(out / RESULTS_NAME)
-    for name in ("progress.jsonl", "error.txt", "server.log"):  # the last attempt's logs
-        (out / name).unlink(missing_ok=True)
-    home = work / "flwr-home"
-    home.mkdir()
-    app = work / "app"
-    app.mkdir()
-    (app / "fedrec_flower_app.py").write_text(_APP_MODULE)
-    run_config = app_run_config(algorithm, dataset, cfg, opts, roles, out, data_root)
-    lines = []
-    for k, v in run_config.items():
-        lines.append(f"{k} = {_toml_str(v) if isinstance(v, str) else repr(v)}")
-    (app / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
-        '[project]\nname = "fedrec-deploy"\nversion = "1.0.0"\ndescription = ""\n'
-        'license = "Apache-2.0"\ndependencies = []\n\n'
-        '[tool.flwr.app]\npublisher = "fedrec"\n\n[tool.flwr.app.components]\n'
-        'serverapp = "fedrec_flower_app:server_app"\n'
-        'clientapp = "fedrec_flower_app:client_app"\n\n'
-        '[tool.flwr.app.config]\n' + "\n".join(lines) + "\n")
+    # A write refused from here on (a full disk) is one line naming the folder.
+    with writing("the deployment's files", Path(tempfile.gettempdir())):
+        work = Path(tempfile.mkdtemp(prefix="fedrec-deploy-"))
+        out = given if given is not None else work / "out"
+        out.mkdir(parents=True, exist_ok=True)
+        # A finished result there stays until this run's replaces it (the ServerApp writes it
+        # atomically, at the end): a deployment that fails leaves it as it was. This run's is the
+        # results file that is not that one.
+        old_result = _identity(out / RESULTS_NAME)
+        for name in ("progress.jsonl", "error.txt", "server.log"):  # the last attempt's logs
+            (out / name).unlink(missing_ok=True)
+        home = work / "flwr-home"
+        home.mkdir()
+        app = work / "app"
+        app.mkdir()
+        (app / "fedrec_flower_app.py").write_text(_APP_MODULE)
+        run_config = app_run_config(algorithm, dataset, cfg, opts, roles, out, data_root)
+        lines = []
+        for k, v in run_config.items():
+            lines.append(f"{k} = {_toml_str(v) if isinstance(v, str) else repr(v)}")
+        (app / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+            '[project]\nname = "fedrec-deploy"\nversion = "1.0.0"\ndescription = ""\n'
+            'license = "Apache-2.0"\ndependencies = []\n\n'
+            '[tool.flwr.app]\npublisher = "fedrec"\n\n[tool.flwr.app.components]\n'
+            'serverapp = "fedrec_flower_app:server_app"\n'
+            'clientapp = "fedrec_flower_app:client_app"\n\n'
+            '[tool.flwr.app.config]\n' + "\n".join(lines) + "\n")
     env = loopback_env(dict(os.environ))
     env.pop(SECRET_ENV, None)  # the SuperLink and the ServerApp never hold the root
     env.update(FLWR_TELEMETRY_ENABLED="0", FLWR_HOME=str(home), OMP_NUM_THREADS="1",
@@ -485,13 +504,15 @@ def deploy(
         link, link_port = dep.start_listening("superlink", lambda port: [
             str(bindir / "flower-superlink"), "--insecure", "--host", LOOPBACK,
             "--port", str(port), "--disable-runtime-dependency-installation"])
-        (home / "config.toml").write_text(
-            f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
-            f'address = "{LOOPBACK}:{link_port}"\ninsecure = true\n')
-        # Each root in an owner-only file, named in the node config: never on a command line.
-        secrets_dir.mkdir(mode=0o700)
-        files = {kind: write_private(secrets_dir / f"{kind}.hex", root) for kind, root in
-                 node_roots(opts.client_secret or ClientSecrets(), roles).items()}
+        with writing("the deployment's files", work):
+            (home / "config.toml").write_text(
+                f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
+                f'address = "{LOOPBACK}:{link_port}"\ninsecure = true\n')
+            # Each root in an owner-only file, named in the node config: never on a command
+            # line.
+            secrets_dir.mkdir(mode=0o700)
+            files = {kind: write_private(secrets_dir / f"{kind}.hex", root) for kind, root in
+                     node_roots(opts.client_secret or ClientSecrets(), roles).items()}
         nodes = opts.nodes
         node_specs = [(f"supernode-{i}", f'role="client" partition-id={i} num-partitions={nodes}'
                        f" data-dir={_toml_str(str(data_root))} {SECRET_FILE_KEY}="
@@ -527,7 +548,7 @@ def deploy(
         while True:
             dep.track()
             if (out / "error.txt").is_file():
-                raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
+                raise serverapp_failed(out / "error.txt")
             finished = _identity(out / RESULTS_NAME) not in (None, old_result)
             if dep.serverapp_gone() and not finished:
                 gone_since = gone_since or time.monotonic()
@@ -548,7 +569,7 @@ def deploy(
                                       + flwr_log[-4000:]
                                       + f"\n--- its server.log\n{ours}")
             if (out / "error.txt").is_file():
-                raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
+                raise serverapp_failed(out / "error.txt")
             progress = out / "progress.jsonl"
             if progress.is_file():
                 # Complete lines only: the ServerApp may be writing the next one.

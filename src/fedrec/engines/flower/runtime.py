@@ -10,6 +10,10 @@ exactly as it calls the simulator's. Here a call
 3. waits for the replies (``call_timeout``; once a reply is in, at most ``straggler_timeout``
    more seconds for the others). A node that does not answer in time (killed, crashed, cut off)
    is absent from the replies -- exactly a dropout in the simulator -- and is not asked again;
+   a node that hosts a service (a party of another role than client that is not co-located
+   with clients: Feras's aggregation server, FedGNN's third party) is no dropout: the run
+   stops with a :class:`~fedrec.errors.ProtocolError` naming that party (the simulator never
+   loses one);
 4. decodes and meters each reply, rejects non-finite ones, and keeps each sealed routed message
    (client -> third party, a view -> its device, ...) as ciphertext in the receiver's mailbox
    until that receiver is next called, even when both live on one SuperNode (a co-located
@@ -109,6 +113,8 @@ class FlowerRuntime(Runtime):
         self._directory: dict[str, Any] = {}
         self._told_directory: set[int] = set()
         self._mail: dict[PartyId, list[Mail]] = defaultdict(list)
+        #: Parties of another role than client that live on a node of their own (not guests).
+        self.services: set[PartyId] = set()
 
     # -- setup -------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -152,10 +158,11 @@ class FlowerRuntime(Runtime):
                                   key=lambda p: (isinstance(p, str), p))
         self._directory = {"meta": self.meta, "clients": self._client_ids, "keys": keys,
                            "roles": [[p, r] for p, r in self.role_of_party.items()]}
-        services = sorted(str(p) for p, r in self.role_of_party.items()
-                          if r != CLIENT and p not in guests)
+        self.services = {p for p, r in self.role_of_party.items()
+                         if r != CLIENT and p not in guests}
         self.log(f"connected: {len(nodes)} SuperNodes, {len(self._client_ids)} clients, "
-                 f"services {services}, {len(guests)} parties co-located with clients")
+                 f"services {sorted(map(str, self.services))}, {len(guests)} parties "
+                 "co-located with clients")
 
     def adopt_clients(self, client_ids: Sequence[PartyId]) -> None:
         """Take the clients in the order the job (built from the public metadata) declares them,
@@ -219,6 +226,7 @@ class FlowerRuntime(Runtime):
         for node in per_node:
             if node not in answers and node not in self.dead:
                 self.dead.add(node)
+                self._refuse_lost_service(node, step)
                 self.log(f"round {self.round} {step}: SuperNode {node} did not answer; its "
                          "parties are absent from now on")
         # Unpack per party, then route in the simulator's order.
@@ -251,6 +259,20 @@ class FlowerRuntime(Runtime):
                                                self._role(party), self._role(receiver)))
                     self._mail[receiver].append(Mail(party, receiver, step, self.round, ct))
         return replies
+
+    def _refuse_lost_service(self, node: int, step: str) -> None:
+        """ProtocolError naming the services (:attr:`services`) that SuperNode ``node``, which
+        did not answer ``step``, hosts: a lost client is a dropout, a lost service ends the run
+        (its hosts or clients would otherwise be blamed for the silence that follows)."""
+        lost = sorted((p for p in self.services if self.node_of.get(p) == node), key=str)
+        if not lost:
+            return
+        named = " and ".join(
+            f"the {role}" if p == role else f"the {role} {p!r}"
+            for p, role in ((p, str(self.role_of_party[p])) for p in lost))
+        raise ProtocolError(
+            f"round {self.round}, step {step!r}: SuperNode {node}, which hosts {named}, did not "
+            "answer (killed, crashed or cut off); the run cannot go on without it")
 
     # -- transport ---------------------------------------------------------------------------
     def _request(self, step: str, sender: PartyId, items: list[tuple[PartyId, Payload]],

@@ -52,6 +52,7 @@ from fedrec.algorithms.base import (
     privacy_report_of,
 )
 from fedrec.config import RunConfig, to_dict
+from fedrec.core.files import write_atomic, writing
 from fedrec.data.types import FACTS
 from fedrec.engines.common import load_sliced, metadata_dataset, public_meta, resolve
 from fedrec.engines.flower.deploy import decode_config
@@ -88,12 +89,6 @@ class FlowerTrainer(Trainer):
         return privacy_report_of(self.server)
 
 
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=float))
-    tmp.replace(path)
-
-
 def attach_oracle(server: ServerLogic, spec: AlgorithmSpec, cfg: RunConfig, dataset: str,
                   data_dir: str, max_users: int, meta: dict[str, Any]) -> None:
     """The experimenter's oracle (module docstring): load the dataset from ``data_dir``, build
@@ -109,12 +104,15 @@ def attach_oracle(server: ServerLogic, spec: AlgorithmSpec, cfg: RunConfig, data
 def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     out = Path(str(rc["out-dir"]))
-    out.mkdir(parents=True, exist_ok=True)
-    logf = (out / "server.log").open("a")
+    # A write that fails here (a full disk) is one line in error.txt, which deploy reports.
+    with writing("the ServerApp's log", out / "server.log"):
+        out.mkdir(parents=True, exist_ok=True)
+        logf = (out / "server.log").open("a")
 
     def log(msg: str) -> None:
-        logf.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
-        logf.flush()
+        with writing("the ServerApp's log", out / "server.log"):
+            logf.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
+            logf.flush()
 
     algorithm, dataset = str(rc["algorithm"]), str(rc["dataset"])
     spec, cfg = resolve(algorithm, dataset, None, decode_config(str(rc["config"])))
@@ -141,7 +139,7 @@ def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
     def on_round(row: dict[str, Any]) -> None:
         row = dict(row, wire_sent=rt.wire.sent[row["round"]],
                    wire_received=rt.wire.received[row["round"]], dead_nodes=len(rt.dead))
-        with progress.open("a") as f:
+        with writing("the deployment's progress", progress), progress.open("a") as f:
             f.write(json.dumps(row, default=float) + "\n")
         log(f"round {row['round']} done in {row['time_s']:.1f} s")
 
@@ -154,7 +152,8 @@ def run_server(grid: Any, rc: dict[str, Any]) -> dict[str, Any]:
         "clients": len(rt.client_ids), "errors": rt.errors,
         "experimenter_oracle": bool(oracle_dir and spec.instruments is not None),
     }
-    _write_json(out / "results.json", data)
+    write_atomic(out / "results.json", json.dumps(data, indent=2, default=float),
+                 "the deployment's results")
     log("done")
     return data
 

@@ -49,6 +49,7 @@ from fedrec.engines.flower.deploy import (
     check_flower_job,
     loopback_env,
     node_roots,
+    serverapp_failed,
     write_private,
 )
 from fedrec.errors import ConfigError
@@ -201,7 +202,7 @@ def simulate_on_flower(
                 raise DeployError(f"the simulation did not finish within {opts.timeout:.0f} s")
             time.sleep(0.2)
         if (out / "error.txt").is_file():
-            raise DeployError("the ServerApp failed:\n" + (out / "error.txt").read_text())
+            raise serverapp_failed(out / "error.txt")
         if child.popen.returncode != 0 or not (out / "results.json").is_file():
             raise DeployError(f"the simulation exited with status {child.popen.returncode}:\n"
                               + child.log.read_text(errors="replace")[-4000:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedrec.algorithms.multiview_common import MultiViewSplitConfig
 from fedrec.config import check_range, option
@@ -14,6 +15,9 @@ class FedMVMFConfig(MultiViewSplitConfig, SecureSumOptions):
     """FL-MV-DSSM's protocol where the two share a setting (100 rounds, 100 clients a round, its
     split, latent dimension 30, Precision/Recall/NDCG@10 and AUC); the rest are FED-MVMF's and
     FCF's own (confidence weights, L2, the server's Adam, secure aggregation off by default)."""
+
+    #: Without secure aggregation the server adds the raw gradients (not encodings).
+    PLAIN_SUM_ENCODED: ClassVar[bool] = False
 
     rounds: int = option(100)
     eval_every: int = option(10)

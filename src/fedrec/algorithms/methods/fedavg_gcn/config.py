@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedrec.config import RunConfig, check_range, option
+from fedrec.config import RunConfig, check_clients, check_range, option
 from fedrec.errors import ConfigError
 
 
@@ -24,6 +24,7 @@ class FedAvgGCNConfig(RunConfig):
     def validate(self) -> None:
         super().validate()
         check_range("num_hosts", self.num_hosts, 1)
+        check_clients(self.clients_per_round, self.num_hosts, "fedavg-gcn", "num_hosts")
         check_range("public_fraction", self.public_fraction, 0.0)
         if self.public_fraction >= 1.0:
             raise ConfigError(f"public_fraction must be < 1, got {self.public_fraction}")

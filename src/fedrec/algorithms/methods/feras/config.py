@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedrec.algorithms.gcn_common import SaintSamplerConfig
-from fedrec.config import check_choice, check_range, option
+from fedrec.config import check_choice, check_clients, check_range, option
 from fedrec.errors import ConfigError
 
 SCHEDULES = ("sequential", "synchronous")
@@ -62,6 +62,7 @@ class FerasConfig(SaintSamplerConfig):
         if self.num_hosts < 2:
             raise ConfigError(f"feras needs num_hosts >= 2, got {self.num_hosts} (with one host "
                               "nothing is private from anyone: use saint-central)")
+        check_clients(self.clients_per_round, self.num_hosts, "feras", "num_hosts")
         check_range("private_fraction", self.private_fraction, 0.0, 1.0)
         check_range("weight_every", self.weight_every, 1)
         check_range("iterations_per_round", self.iterations_per_round, 1)
