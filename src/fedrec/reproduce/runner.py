@@ -160,14 +160,17 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                                           out_dir=folder)
             if spec.dataset_options:
                 kwargs["dataset_options"] = dict(spec.dataset_options)
+            # A finished run still here is stale (another format or config: not reused above),
+            # so the grid replaces it.
+            fresh = RunOptions.of(base, overwrite=True)
             try:
                 try:
                     runner(spec.algorithm, spec.dataset,
-                           options=RunOptions.of(base, resume=resume), **kwargs)
+                           options=RunOptions.of(fresh, resume=resume), **kwargs)
                 except ResumeRefused:
                     # A checkpoint from other settings or data: start the run again from scratch.
                     (folder / CHECKPOINT_NAME).unlink()
-                    runner(spec.algorithm, spec.dataset, options=base, **kwargs)
+                    runner(spec.algorithm, spec.dataset, options=fresh, **kwargs)
             except FedrecError as exc:
                 # One setting failing (a diverged run: no finite update arrived) must not stop
                 # the grid; the report shows the failure in that setting's place.
