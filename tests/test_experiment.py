@@ -179,10 +179,15 @@ def test_results_file_contents(runs) -> None:
         assert data["wall_time_s"] >= 0
 
 
-def test_rerun_into_a_finished_directory_removes_the_old_results(runs, data_root: Path) -> None:
+def test_rerun_into_a_finished_directory_is_refused_unless_overwrite(runs,
+                                                                    data_root: Path) -> None:
     alg, _, full_dir, _, _, _ = runs
-    assert (full_dir / RESULTS_NAME).exists()
-    out = _run(alg, data_root, full_dir, stop_after=1)
+    finished = (full_dir / RESULTS_NAME).read_bytes()
+    with pytest.raises(ConfigError, match=r"holds a finished run \(results.json\); give another "
+                                          r"--out, or --overwrite to replace it or --resume"):
+        _run(alg, data_root, full_dir, stop_after=1)
+    assert (full_dir / RESULTS_NAME).read_bytes() == finished  # refused: nothing touched
+    out = _run(alg, data_root, full_dir, stop_after=1, overwrite=True)
     assert out.status == "interrupted"
     assert not (full_dir / RESULTS_NAME).exists()  # nothing stale left looking complete
 
@@ -370,11 +375,12 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_the_finished_result
     with monkeypatch.context() as m:
         m.setattr(PMFTrainer, "train_round", boom)
         with pytest.raises(RuntimeError, match="round 1 failed"):
-            _pmf(data_root, out, overrides={"lr": 0.5})
+            _pmf(data_root, out, overrides={"lr": 0.5}, overwrite=True)
     assert (out / RESULTS_NAME).read_bytes() == finished
     assert (out / CHECKPOINT_NAME).read_bytes() == checkpoint
     # Once it has written a checkpoint, nothing stale looks complete beside it.
-    assert _pmf(data_root, out, overrides={"lr": 0.5}, stop_after=1).status == "interrupted"
+    assert _pmf(data_root, out, overrides={"lr": 0.5}, stop_after=1,
+                overwrite=True).status == "interrupted"
     assert not (out / RESULTS_NAME).exists()
 
 

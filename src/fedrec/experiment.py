@@ -92,16 +92,15 @@ def check_out_dir(out: Path, create: bool = True) -> None:
             raise ConfigError(f"{out / name} is a directory; the run writes a file there")
 
 
-def check_finished(out: Path, overwrite: bool, resume: bool = False,
-                   resumable: bool = True) -> None:
+def check_finished(out: Path, opts: RunOptions, resumable: bool = True) -> None:
     """ConfigError (one line) when ``out`` holds a finished run -- a ``results.json`` whose
-    ``status`` is ``complete`` -- and neither ``overwrite`` nor ``resume`` is asked for.
+    ``status`` is ``complete`` -- and ``opts`` asks neither to ``overwrite`` nor to ``resume``.
     Reads only; checked before anything in ``out`` is touched, so a refused run leaves the
     finished one as it was. A results file that is not a finished run's (unreadable, another
     status) is not protected: a run may write over it. ``resumable``: the flag to name besides
     ``--overwrite`` (``fedrec deploy`` has no ``--resume``)."""
     path = out / RESULTS_NAME
-    if overwrite or resume or not path.is_file():
+    if opts.overwrite or opts.resume or not path.is_file():
         return
     try:
         stored = json.loads(path.read_text())
@@ -314,7 +313,7 @@ def run_experiment(
         raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
     stored = None
     if out is not None:
-        check_finished(out, opts.overwrite, opts.resume)
+        check_finished(out, opts)
         check_out_dir(out, create=not opts.resume)
         if opts.resume:
             stored = load_checkpoint(out / CHECKPOINT_NAME)

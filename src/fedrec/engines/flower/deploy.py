@@ -448,7 +448,7 @@ def deploy(
                           "current one)")
     given = Path(out_dir).resolve() if out_dir is not None else None
     if given is not None:
-        check_finished(given, opts.overwrite, resumable=False)
+        check_finished(given, opts, resumable=False)
         check_out_dir(given)
     # Every check made: from here on the output directory is written to.
     work = Path(tempfile.mkdtemp(prefix="fedrec-deploy-"))
