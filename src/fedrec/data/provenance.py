@@ -45,7 +45,8 @@ def files_read(paths: Iterable[str | os.PathLike[str]], root: Path | None) -> li
         shown = path.as_posix()
         if root is not None:
             try:
-                shown = path.resolve().relative_to(root.resolve()).as_posix()
+                # Not resolved: a file linked in from elsewhere is named where it was read.
+                shown = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
             except ValueError:
                 pass
         out.append({"path": shown, "bytes": path.stat().st_size,
