@@ -7,10 +7,12 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fedrec.data import load_dataset
 from fedrec.data.provenance import FILES_READ, IN_MEMORY, data_record, files_read
 from fedrec.data.types import InteractionDataset, Interactions
+from fedrec.errors import DataError
 
 from .conftest import mirror, need
 
@@ -88,3 +90,9 @@ def test_a_file_outside_the_root_keeps_its_path(tmp_path: Path) -> None:
     got = files_read([inside, outside], tmp_path / "root")
     assert got == [{"path": "a.txt", "bytes": 3_000_000, "sha256": _sha256(inside)},
                    {"path": outside.as_posix(), "bytes": 0, "sha256": _sha256(outside)}]
+
+
+def test_a_file_gone_since_it_was_read_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"gone.txt: cannot be read again to record its sha256 "
+                                        r"\(No such file or directory\)$"):
+        files_read([tmp_path / "gone.txt"], tmp_path)

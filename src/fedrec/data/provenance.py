@@ -27,6 +27,7 @@ from typing import Any
 
 from fedrec.data.download import file_digest
 from fedrec.data.types import Dataset, GraphDataset, RatingDataset
+from fedrec.errors import DataError
 
 #: Where a loaded dataset keeps the files it was read from (:func:`with_files_read`).
 FILES_READ = "files_read"
@@ -49,8 +50,12 @@ def files_read(paths: Iterable[str | os.PathLike[str]], root: Path | None) -> li
                 shown = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
             except ValueError:
                 pass
-        out.append({"path": shown, "bytes": path.stat().st_size,
-                    "sha256": file_digest(path, "sha256")})
+        try:
+            out.append({"path": shown, "bytes": path.stat().st_size,
+                        "sha256": file_digest(path, "sha256")})
+        except OSError as exc:  # removed or made unreadable since the loader read it
+            raise DataError(f"{path}: cannot be read again to record its sha256 "
+                            f"({exc.strerror or exc})") from None
     return out
 
 
