@@ -81,9 +81,10 @@ def test_run_sets_torch_threads_as_the_cli_does(ratings: Path, tmp_path: Path,
     assert torch.get_num_threads() == other  # restored
     fedrec.run("pmf", ratings, config=tiny, client_secret=SECRET, progress=False, threads=3)
     assert main(["run", "pmf", "--dataset", str(ratings), "--set", "rounds=1", "--set", "dim=4",
-                 "--client-secret", SECRET, "--quiet"]) == 0
+                 "--client-secret", SECRET, "--quiet", "--out", str(tmp_path / "a")]) == 0
     assert main(["run", "pmf", "--dataset", str(ratings), "--set", "rounds=1", "--set", "dim=4",
-                 "--client-secret", SECRET, "--quiet", "--threads", "3"]) == 0
+                 "--client-secret", SECRET, "--quiet", "--threads", "3",
+                 "--out", str(tmp_path / "b")]) == 0
     # The API's default is the CLI's default, and threads=3 is --threads 3.
     assert threads_seen == [default_threads(), 3, default_threads(), 3]
     with pytest.raises(ConfigError, match="threads must be >= 1, got 0"):

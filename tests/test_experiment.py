@@ -179,10 +179,15 @@ def test_results_file_contents(runs) -> None:
         assert data["wall_time_s"] >= 0
 
 
-def test_rerun_into_a_finished_directory_removes_the_old_results(runs, data_root: Path) -> None:
+def test_rerun_into_a_finished_directory_is_refused_unless_overwrite(runs,
+                                                                    data_root: Path) -> None:
     alg, _, full_dir, _, _, _ = runs
-    assert (full_dir / RESULTS_NAME).exists()
-    out = _run(alg, data_root, full_dir, stop_after=1)
+    finished = (full_dir / RESULTS_NAME).read_bytes()
+    with pytest.raises(ConfigError, match=r"holds a finished run \(results.json\); give another "
+                                          r"--out, or --overwrite to replace it or --resume"):
+        _run(alg, data_root, full_dir, stop_after=1)
+    assert (full_dir / RESULTS_NAME).read_bytes() == finished  # refused: nothing touched
+    out = _run(alg, data_root, full_dir, stop_after=1, overwrite=True)
     assert out.status == "interrupted"
     assert not (full_dir / RESULTS_NAME).exists()  # nothing stale left looking complete
 
@@ -373,11 +378,12 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_the_finished_result
     with monkeypatch.context() as m:
         m.setattr(PMFTrainer, "train_round", boom)
         with pytest.raises(RuntimeError, match="round 1 failed"):
-            _pmf(data_root, out, overrides={"lr": 0.5})
+            _pmf(data_root, out, overrides={"lr": 0.5}, overwrite=True)
     assert (out / RESULTS_NAME).read_bytes() == finished
     assert (out / CHECKPOINT_NAME).read_bytes() == checkpoint
     # Once it has written a checkpoint, nothing stale looks complete beside it.
-    assert _pmf(data_root, out, overrides={"lr": 0.5}, stop_after=1).status == "interrupted"
+    assert _pmf(data_root, out, overrides={"lr": 0.5}, stop_after=1,
+                overwrite=True).status == "interrupted"
     assert not (out / RESULTS_NAME).exists()
 
 
@@ -689,3 +695,41 @@ def test_peak_memory_is_each_runs_own() -> None:
     del big
     reset_peak_rss()
     assert peak_rss_mib() < high - 300
+
+
+# -- issue 41: results.json says what the run ran; a finished --out is not run over ----------
+
+def test_results_record_the_data_read_the_preset_and_the_reported_round(
+        data_root: Path, tmp_path: Path) -> None:
+    _need(data_root, "ml-100k/u.data", "ml-100k/u2.test")
+    out = tmp_path / "run"
+    result = _pmf(data_root, out, dataset_options={"split": "u2"},
+                  overrides={"eval_every": 1})
+    data = json.loads((out / RESULTS_NAME).read_text())
+    record = data["data"]
+    assert record == result.data and data["preset"] is None
+    assert record["given"] == "ml-100k" and record["split"]["options"] == {"split": "u2"}
+    assert record["split"]["name"].startswith("GroupLens u2")
+    assert "ml-100k/u2.test" in [f["path"] for f in record["files"]]
+    assert record["counts"]["test_rows"] == 20000
+    rep = data["reported_round"]
+    assert rep["round"] == data["selection"]["round"] and rep["select_on"] == "val_rmse"
+    assert rep["test"] == data["selection"]["test"]
+    assert rep["last_round"] == {"round": 2, "test": {
+        k: v for k, v in data["final"].items() if not k.startswith("val_")}}
+
+
+def test_only_a_finished_result_is_protected(data_root: Path, tmp_path: Path) -> None:
+    """A results file that is not a finished run's (unreadable, or another status) is not
+    refused: a run may write over it; a resume into a finished run continues it."""
+    _need(data_root, "ml-100k/u.data")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / RESULTS_NAME).write_text("{not json")
+    assert _pmf(data_root, out).status == "complete"
+    assert json.loads((out / RESULTS_NAME).read_text())["status"] == "complete"
+    assert _pmf(data_root, out, resume=True).status == "complete"
+    files = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ConfigError, match="--overwrite to replace it or --resume to continue"):
+        _pmf(tmp_path / "no-such-data-root", out)  # refused before the data is looked for
+    assert sorted(p.name for p in out.iterdir()) == files

@@ -15,7 +15,15 @@ from fedrec.config import RunConfig
 from fedrec.errors import ConfigError
 from fedrec.federation.checkpoint import load_checkpoint
 from fedrec.federation.ledger import CommunicationLedger
-from fedrec.rounds import RoundCheckpoint, RunResult, is_eval_round, run_rounds
+from fedrec.rounds import (
+    LAST_ROUND_RULE,
+    RoundCheckpoint,
+    RunResult,
+    is_eval_round,
+    reported_round,
+    run_rounds,
+    select_round,
+)
 
 
 class CountingTrainer(Trainer):
@@ -126,3 +134,37 @@ def test_checkpoint_every_n_rounds_resumes_from_the_last_written_round(tmp_path:
 def test_checkpoint_every_below_one_is_refused(tmp_path: Path):
     with pytest.raises(ConfigError, match="checkpoint_every must be at least 1"):
         RoundCheckpoint(tmp_path / "checkpoint.pt", {}, every=0)
+
+
+# -- issue 41: the round a run reports, named, with the last round's beside it ---------------
+
+def _history(val: list[float], test: list[float]) -> list[dict[str, Any]]:
+    return [{"round": k + 1, "eval": {"val_rmse": v, "rmse": t, "eval_clients": 3.0}}
+            for k, (v, t) in enumerate(zip(val, test, strict=True))]
+
+
+def test_the_reported_round_is_the_validation_chosen_one_with_the_last_beside_it():
+    history = _history([1.2, 0.9, 1.0], [1.1, 0.95, 0.91])  # test is best at round 3
+    rep = reported_round(select_round(history), history)
+    assert rep["round"] == 2 and rep["select_on"] == "val_rmse"
+    assert rep["rule"] == ("lowest val_rmse of the 3 evaluated rounds (earliest on a tie); "
+                           "test metrics are never read to choose")
+    assert rep["test"] == {"rmse": 0.95, "eval_clients": 3.0}
+    assert rep["last_round"] == {"round": 3, "test": {"rmse": 0.91, "eval_clients": 3.0}}
+
+
+def test_without_validation_metrics_the_last_round_is_reported_and_says_why():
+    history = [{"round": r, "eval": {"rmse": 1.0 / r}} for r in (1, 2)]
+    rep = reported_round(select_round(history), history)
+    assert rep["round"] == 2 and rep["select_on"] is None and rep["rule"] == LAST_ROUND_RULE
+    assert rep["test"] == rep["last_round"]["test"] == {"rmse": 0.5}
+    assert reported_round(None, [{"round": 1, "train": {}}]) is None
+
+
+def test_a_result_records_its_reported_round_data_and_preset():
+    cfg = RunConfig(rounds=3, eval_every=1)
+    result = run_rounds(CountingTrainer(), cfg, RunResult("counting", "none", {"rounds": 3}))
+    data = result.to_json()
+    assert data["reported_round"] == reported_round(result.selection, result.history)
+    assert data["reported_round"]["last_round"]["round"] == 3
+    assert data["data"] is None and data["preset"] is None  # none given: recorded as none

@@ -139,7 +139,8 @@ def result_from_json(data: dict[str, Any]) -> RunResult:
     """A :class:`RunResult` of a ``results.json``'s contents (entries it does not hold, such as
     a deployment's ``engine`` section, are left out)."""
     keys = ("algorithm", "dataset", "config", "history", "final", "selection", "dataset_options",
-            "communication", "privacy", "wall_time_s", "peak_rss_mib", "status")
+            "communication", "privacy", "wall_time_s", "peak_rss_mib", "status", "config_sources",
+            "data", "preset")
     return RunResult(**{k: data[k] for k in keys if k in data})
 
 

@@ -4,9 +4,12 @@
 round loop inside it is every engine's (:mod:`fedrec.rounds`), and how it runs (device,
 checkpoints, progress, ...) is a :class:`~fedrec.options.RunOptions`.
 
-The results file (``results.json``) is written once, at the end, with ``"status": "complete"``;
-a finished result already in the output directory is removed only when the new run writes its
-first checkpoint (a run refused, or failed before, leaves it as it was); a run that stops early
+The results file (``results.json``) is written once, at the end, with ``"status": "complete"``,
+and records what the run ran (:func:`describe_run`: the data's files and their sha256, the split,
+the preset) and the round it reports (:func:`fedrec.rounds.reported_round`). A finished result
+already in the output directory is refused (:func:`check_finished`) unless the run is asked to
+overwrite or resume it; it is removed only when the new run writes its first checkpoint (a run
+refused, or failed before, leaves it as it was); a run that stops early
 leaves only its last checkpoint (``checkpoint.pt``, written atomically
 after every round, or every ``checkpoint_every`` rounds), from which ``resume=True`` continues
 and ends with the same result as an uninterrupted run (all randomness is keyed by (key, round,
@@ -47,6 +50,7 @@ from fedrec.core.memory import WORKING_SET, WORKING_SET_PART, check_fits
 from fedrec.data import is_user_file, load_dataset
 from fedrec.data.catalog import get_spec
 from fedrec.data.fingerprint import fingerprint
+from fedrec.data.provenance import data_record
 from fedrec.data.types import (
     Dataset,
     GraphDataset,
@@ -96,6 +100,38 @@ def check_out_dir(out: Path, create: bool = True) -> None:
     for name in (RESULTS_NAME, RESULTS_NAME + ".tmp", CHECKPOINT_NAME):
         if (out / name).is_dir():
             raise ConfigError(f"{out / name} is a directory; the run writes a file there")
+
+
+def check_finished(out: Path, opts: RunOptions, resumable: bool = True) -> None:
+    """ConfigError (one line) when ``out`` holds a finished run -- a ``results.json`` whose
+    ``status`` is ``complete`` -- and ``opts`` asks neither to ``overwrite`` nor to ``resume``.
+    Reads only; checked before anything in ``out`` is touched, so a refused run leaves the
+    finished one as it was. A results file that is not a finished run's (unreadable, another
+    status) is not protected: a run may write over it. ``resumable``: the flag to name besides
+    ``--overwrite`` (``fedrec deploy`` has no ``--resume``)."""
+    path = out / RESULTS_NAME
+    if opts.overwrite or opts.resume or not path.is_file():
+        return
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(stored, dict) and stored.get("status") == "complete":
+        how = ("--overwrite to replace it or --resume to continue it" if resumable
+               else "--overwrite to replace it")
+        raise ConfigError(f"output directory {out} holds a finished run ({RESULTS_NAME}); give "
+                          f"another --out, or {how}")
+
+
+def describe_run(ds: Dataset, dataset: str, data_options: dict[str, Any],
+                 preset: str | None = None) -> dict[str, Any]:
+    """What a result records of what the run ran (:class:`~fedrec.rounds.RunResult`'s fields
+    of these names): ``data``, the data's record (:func:`fedrec.data.provenance.data_record`:
+    the name as given, the files read with their sha256, the loader, the split and its
+    parameters, the counts) and ``preset``, the name of the preset the configuration was
+    resolved from (None: none). The one place either enters a result: ``fedrec run``, the
+    simulator twin of a deployment and ``fedrec deploy`` call it."""
+    return {"data": data_record(ds, dataset, data_options), "preset": preset}
 
 
 def made_from(
@@ -304,7 +340,9 @@ def run_experiment(
     defaults): ``device``; ``progress`` (a bar on stderr); ``client_secret``, the
     experimenter's root of every client's private randomness (:mod:`fedrec.federation.secrets`;
     None draws fresh OS entropy, and the run is then not reproducible; a resumed run continues
-    with the checkpoint's root); ``resume`` (needs ``out_dir``); ``checkpoint_every`` (write
+    with the checkpoint's root); ``resume`` (needs ``out_dir``); ``overwrite`` (run into an
+    ``out_dir`` holding a finished run, else refused: :func:`check_finished`);
+    ``checkpoint_every`` (write
     the checkpoint after every this many rounds and each evaluated round instead of every
     round: :class:`~fedrec.rounds.RoundCheckpoint`); ``log_dir`` (also a TensorBoard log of
     every round: :class:`fedrec.tracking.TensorBoardLog`, needs the ``tensorboard`` extra);
@@ -333,6 +371,7 @@ def run_experiment(
         raise ConfigError("--resume needs --out DIR (where the checkpoint is)")
     stored = None
     if out is not None:
+        check_finished(out, opts)
         check_out_dir(out, create=not opts.resume)
         if opts.resume:
             stored = load_checkpoint(out / CHECKPOINT_NAME)
@@ -353,7 +392,8 @@ def run_experiment(
     try:
         seed_everything(cfg.seed)
         trainer = spec.trainer(cfg, ds, dev, opts.client_secret)
-        result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(data_options))
+        result = RunResult(algorithm, dataset, to_dict(cfg), dataset_options=dict(data_options),
+                           **describe_run(ds, dataset, data_options, preset))
         result.config_sources = config_sources(spec.config_cls, algorithm, dataset,
                                                config_file, overrides, preset)
         checkpoint = None

@@ -64,6 +64,11 @@ class RunOptions:
         "and the run is not reproducible)", type=str))
     max_users: int | None = field(default=None, metadata=_doc(
         "keep only the first N users (a slice of the dataset)", type=int))
+    # Off: a finished run in the output directory is refused (fedrec.experiment.check_finished),
+    # so that a repeated command cannot replace results by accident.
+    overwrite: bool = field(default=False, metadata=_doc(
+        "replace the finished run in the output directory (refused without it): its "
+        "results.json goes only once this run writes its own state there"))
 
     # The simulator's: fedrec run's device, checkpoints, resuming and TensorBoard log.
     device: str = field(default="cpu", metadata=_doc("cpu or cuda", "simulator"))

@@ -52,6 +52,10 @@ class RunResult:
     peak_rss_mib: float = 0.0
     status: str = "running"
     config_sources: dict[str, str] = field(default_factory=dict)  # fedrec.config.config_sources
+    #: What the run ran on (:func:`fedrec.data.provenance.data_record`; None: not recorded).
+    data: dict[str, Any] | None = None
+    #: The name of the preset the configuration was resolved from (None: none).
+    preset: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,7 +66,10 @@ class RunResult:
             "dataset_options": self.dataset_options,
             "config": self.config,
             "config_sources": self.config_sources,
+            "preset": self.preset,
+            "data": self.data,
             "seed": self.config.get("seed"),
+            "reported_round": reported_round(self.selection, self.history),
             "final": self.final,
             "selection": self.selection,
             "history": self.history,
@@ -265,6 +272,35 @@ def select_round(history: list[dict[str, Any]]) -> dict[str, Any] | None:
         "why": f"{'highest' if higher else 'lowest'} {key} of the {len(scored)} evaluated "
                f"rounds (earliest on a tie); test metrics are never read to choose",
     }
+
+
+LAST_ROUND_RULE = "the last evaluated round (no validation metrics to choose on)"
+
+
+def reported_round(selection: dict[str, Any] | None,
+                   history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The round whose metrics a run reports, and the last round's beside it: what
+    ``results.json["reported_round"]``, ``fedrec run``'s summary and ``fedrec results`` show.
+
+    ``round``, ``rule`` and ``test`` are :func:`select_round`'s choice (``selection``: the
+    round with the best validation metric, its rule stated) with its test metrics, else
+    (no validation metrics) the last evaluated round's, with :data:`LAST_ROUND_RULE`;
+    ``select_on`` is the validation metric (None then); ``last_round`` is the last evaluated
+    round with its test metrics, whichever round was chosen. None when no round was
+    evaluated. Test metrics are an evaluation's entries without the ``val_`` prefix."""
+    evaluated = [h for h in history if "eval" in h]
+    if not evaluated:
+        return None
+    last = evaluated[-1]
+    last_test = {k: v for k, v in last["eval"].items() if not k.startswith(VAL_PREFIX)}
+    if selection is None:
+        chosen = {"round": last["round"], "rule": LAST_ROUND_RULE, "select_on": None,
+                  "test": last_test}
+    else:
+        on = selection.get("select_on")
+        chosen = {"round": selection["round"], "select_on": on, "test": selection["test"],
+                  "rule": selection.get("why", f"chosen on {on or 'validation'}")}
+    return {**chosen, "last_round": {"round": last["round"], "test": last_test}}
 
 
 _SHOWN = ("rmse", "Recall@20", "NDCG@20", "accuracy", "f1_micro")

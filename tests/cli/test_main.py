@@ -17,11 +17,12 @@ from fedrec.algorithms import config_show_text
 from fedrec.federation.checkpoint import load_checkpoint
 
 
-def fedrec(*args: str, data_root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def fedrec(*args: str, data_root: Path, timeout: float = 300,
+           cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "FEDREC_DATA": str(data_root), "PYTHONWARNINGS": "ignore"}
     return subprocess.run(
         [sys.executable, "-m", "fedrec.cli.main", *args],
-        capture_output=True, text=True, env=env, timeout=timeout,
+        capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
     )
 
 
@@ -430,3 +431,43 @@ def test_a_bad_client_secret_names_where_it_came_from(command: str, monkeypatch,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["fedrec: error: --client-secret: a client secret has 32 bytes (64 hex "
                    "digits), got 1"]
+
+
+# -- issue 41: runs say what they ran; a finished --out is refused; a default folder ---------
+
+PMF_RUN = ("run", "pmf", "--dataset", "ml-100k", "--set", "rounds=2", "--set", "dim=4",
+           "--set", "eval_every=1", "--quiet", "--threads", "1")
+
+
+def _summary(res: subprocess.CompletedProcess) -> dict[str, str]:
+    return dict(ln.strip().split("  ", 1) for ln in res.stdout.splitlines() if "  " in ln.strip())
+
+
+def test_a_run_without_out_goes_to_runs_and_a_finished_out_is_refused(
+        ml100k_root: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FEDREC_CLIENT_SECRET", SECRET_A)
+    res = fedrec(*PMF_RUN, data_root=ml100k_root, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert re.fullmatch(r"pmf-ml-100k-\d{8}-\d{6}", folder.name)
+    rows = _summary(res)
+    assert rows["results"].strip() == f"runs/{folder.name}/results.json"
+    data = json.loads((folder / "results.json").read_text())
+    # The summary names what the run read and the round it reports, as results.json does.
+    assert rows["preset"].strip() == "none"
+    assert rows["data"].strip() == f"ml-100k: {data['data']['loader']}"
+    assert rows["split"].strip().startswith("GroupLens u1: u1.test")
+    rep = data["reported_round"]
+    assert rows["reported round"].strip() == f"{rep['round']}: {rep['rule']}"
+    assert float(rows["rmse"].split()[0]) == round(rep["test"]["rmse"], 4)
+    # Into that folder again: refused, one line, before anything there is touched.
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    again = fedrec(*PMF_RUN, "--out", str(folder), data_root=ml100k_root)
+    assert_clean_error(again, f"output directory {folder} holds a finished run (results.json); "
+                              "give another --out, or --overwrite to replace it or --resume "
+                              "to continue it")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
+    replaced = fedrec(*PMF_RUN, "--out", str(folder), "--overwrite", "--set", "seed=1",
+                      data_root=ml100k_root)
+    assert replaced.returncode == 0, replaced.stderr
+    assert json.loads((folder / "results.json").read_text())["config"]["seed"] == 1

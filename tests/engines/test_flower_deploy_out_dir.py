@@ -6,7 +6,8 @@ finished result it was meant to replace. Now every check is made before anything
 is touched, and ``results.json`` is replaced only by the new run's, when it completes. The
 failures here are a SuperLink that does not start (``Deployment.start_listening`` made to
 fail: the first thing after the point where the deletion was), refused jobs, and, in the slow
-test, a real deployment that completes and replaces the old result.
+test, a real deployment that completes and replaces the old result (given ``overwrite``:
+without it a finished run is refused before anything starts, issue 41).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from fedrec.options import RunOptions
 
 OLD = {"status": "complete", "final": {"rmse": 0.5}, "note": "a finished run's result"}
 QUIET = RunOptions(engine="flower", progress=False, timeout=120)
+#: A finished run in the output directory is refused without it (issue 41).
+REPLACE = RunOptions.of(QUIET, overwrite=True)
 
 
 @pytest.fixture
@@ -53,9 +56,20 @@ def test_a_deployment_that_fails_leaves_the_finished_result(
     before = (finished / "results.json").read_bytes()
     with pytest.raises(DeployError, match="superlink exited with status 1 at start"):
         deploy("fcf", "ml-100k", data_dir=ml100k_root, overrides={"rounds": 1},
-               out_dir=finished, options=QUIET)
+               out_dir=finished, options=REPLACE)
     assert no_start == ["superlink"]  # it failed after the checks, once it had started
     assert (finished / "results.json").read_bytes() == before
+
+
+def test_a_finished_run_is_refused_without_overwrite_before_any_process(
+        finished: Path, no_start: list[str], ml100k_root: Path) -> None:
+    files = {p.name: p.read_bytes() for p in finished.iterdir()}
+    with pytest.raises(ConfigError, match=r"holds a finished run \(results.json\); give another "
+                                          r"--out, or --overwrite to replace it$"):
+        deploy("fcf", "ml-100k", data_dir=ml100k_root, overrides={"rounds": 1},
+               out_dir=finished, options=QUIET)
+    assert no_start == []
+    assert {p.name: p.read_bytes() for p in finished.iterdir()} == files
 
 
 @pytest.mark.parametrize(("algorithm", "dataset", "overrides", "message"), [
@@ -92,9 +106,15 @@ def test_a_completed_deployment_replaces_the_finished_result(
         finished: Path, ml100k_root: Path) -> None:
     result = deploy("fcf", "ml-100k", data_dir=ml100k_root,
                     overrides={"rounds": 1, "dim": 4}, out_dir=finished,
-                    options=RunOptions.of(QUIET, nodes=2, max_users=20, call_timeout=120))
+                    options=RunOptions.of(REPLACE, nodes=2, max_users=20, call_timeout=120))
     written = json.loads((finished / "results.json").read_text())
     assert written != OLD and written["status"] == "complete"
     assert written["final"] == result["final"]
+    # What the nodes ran on, recorded by the experimenter's process (issue 41).
+    assert written["data"] == result["data"] and written["preset"] is None
+    assert written["data"]["split"]["options"] == {"max_users": 20}
+    assert written["data"]["counts"]["users"] == 20
+    assert "ml-100k/u.data" in [f["path"] for f in written["data"]["files"]]
+    assert written["reported_round"]["last_round"]["round"] == 1
     rows = [json.loads(x) for x in (finished / "progress.jsonl").read_text().splitlines()]
     assert [r["round"] for r in rows] == [1]  # this run's progress only

@@ -2,9 +2,10 @@
 :mod:`fedrec.engines.flower.deploy`) and print what ``fedrec run`` prints.
 
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set key=value ...]
-                  [--config FILE] [--out DIR] [--compare] [--timeout S] [--call-timeout S]
-                  [--straggler-timeout S] [--connect-timeout S] [--executor warm|subprocess]
-                  [--experimenter-oracle] [--keep-workdir] [--quiet] [--client-secret HEX]
+                  [--config FILE] [--out DIR] [--overwrite] [--compare] [--timeout S]
+                  [--call-timeout S] [--straggler-timeout S] [--connect-timeout S]
+                  [--executor warm|subprocess] [--experimenter-oracle] [--keep-workdir]
+                  [--quiet] [--client-secret HEX]
 
 The run options' defaults and help are :class:`fedrec.options.RunOptions`'s.
 
@@ -29,6 +30,7 @@ from fedrec.cli.options import (
     add_run_option,
     run_options_of,
 )
+from fedrec.cli.outdir import out_dir_for
 from fedrec.cli.summary import format_bytes, summary_rows, table
 from fedrec.options import EXECUTORS
 
@@ -43,7 +45,9 @@ def add_deploy_parser(sub: Any) -> None:
     dep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one option")
     add_run_option(dep, "nodes", metavar="N")
     add_run_option(dep, "max_users", metavar="N")
-    dep.add_argument("--out", help="directory for results.json, progress.jsonl, server.log")
+    dep.add_argument("--out", help="directory for results.json, progress.jsonl, server.log "
+                     "(default: a new runs/ALGORITHM-DATASET-YYYYmmdd-HHMMSS/ here)")
+    add_run_option(dep, "overwrite")
     dep.add_argument("--compare", action="store_true",
                      help="also run the in-process simulator on the same job and compare")
     add_run_option(dep, "timeout", metavar="S")
@@ -72,9 +76,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     # One set of options, and so one client root, for the deployment and, with --compare, the
     # simulator: both then draw the same.
     options = run_options_of(args, "flower")
-    result = deploy(args.algorithm, args.dataset, data_dir=args.data_dir, config_file=args.config,
-                    overrides=args.set or [], out_dir=args.out, options=options,
-                    preset=args.preset)
+    with out_dir_for(args.out, args.algorithm, args.dataset) as out:
+        result = deploy(args.algorithm, args.dataset, data_dir=args.data_dir,
+                        config_file=args.config, overrides=args.set or [], out_dir=out,
+                        options=options, preset=args.preset)
     eng = result["engine"]
     rows = [("engine", f"flower (1 SuperLink, {eng['nodes']} SuperNodes on 127.0.0.1, "
                        f"{eng['clients']} clients)")]
@@ -83,8 +88,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     rows.append(("flower message bytes", format_bytes(wire)))
     if eng["dead_nodes"]:
         rows.append(("SuperNodes lost", str(len(eng["dead_nodes"]))))
-    if args.out:
-        rows.append(("results", os.path.join(args.out, "results.json")))
+    rows.append(("results", os.path.join(str(out), "results.json")))
     print(table(rows))
     if args.compare:
         from fedrec.engines.common import simulate

@@ -1,16 +1,25 @@
 """The ``fedrec`` command line.
 
     fedrec run ALGORITHM --dataset NAME|FILE|DIR [--config FILE] [--set key=value ...]
-               [--data-opt key=value ...] [--out DIR] [--resume] [--checkpoint-every N]
+               [--data-opt key=value ...] [--out DIR] [--resume | --overwrite]
+               [--checkpoint-every N]
                [--log-dir DIR] [--device cpu|cuda] [--quiet]
     fedrec reproduce NAME [--quick] [--out DIR] [--seeds N] [--gowalla]
-    fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--compare]
+    fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--out DIR]
+                  [--overwrite] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
     fedrec algorithms
     fedrec config show ALGORITHM [--dataset NAME]
     fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
 
 ``--data-dir DIR`` may stand before or after the subcommand's name.
+
+``fedrec run`` and ``fedrec deploy`` without ``--out`` write into a new
+``runs/ALGORITHM-DATASET-YYYYmmdd-HHMMSS/`` under the current directory (:mod:`fedrec.cli.outdir`),
+which the summary names; an ``--out`` that holds a finished run is refused unless
+``--overwrite`` (or, for ``run``, ``--resume``) is given. The summary names the data read (files,
+sha256, split), the preset and the round whose metrics it shows: the one chosen on validation,
+with its rule, and the last round's beside it (``results.json["reported_round"]``).
 
 The run options' flags (``--resume``, ``--device``, ``--nodes``, ``--timeout``, ...) take their
 defaults and help from :class:`fedrec.options.RunOptions` (:mod:`fedrec.cli.options`).
@@ -38,6 +47,7 @@ from fedrec.cli.options import (
     add_run_option,
     run_options_of,
 )
+from fedrec.cli.outdir import out_dir_for
 from fedrec.cli.summary import summary_rows, table
 from fedrec.core.threads import check_threads, set_threads
 from fedrec.errors import ConfigError, FedrecError
@@ -49,21 +59,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fedrec.config import parse_options, parse_override
 
     check_threads(args.threads, "--threads")
-    result = run(
-        args.algorithm,
-        args.dataset,
-        dataset_options=parse_options(args.data_opt, "--data-opt"),
-        data_dir=args.data_dir,
-        config_file=args.config,
-        preset=args.preset,
-        config=dict(parse_override(item) for item in args.set or []),
-        out=args.out,
-        options=run_options_of(args, "simulator"),
-        threads=args.threads,  # fedrec.run sets them (fedrec.core.threads), as it does for all
-    )
+    options = run_options_of(args, "simulator")
+    # Without --out: a new runs/<algorithm>-<dataset>-<time>/ (not with --resume, which
+    # continues the run in the --out it names).
+    with out_dir_for(args.out, args.algorithm, args.dataset, default=not args.resume) as out:
+        try:
+            result = run(
+                args.algorithm,
+                args.dataset,
+                dataset_options=parse_options(args.data_opt, "--data-opt"),
+                data_dir=args.data_dir,
+                config_file=args.config,
+                preset=args.preset,
+                config=dict(parse_override(item) for item in args.set or []),
+                out=out,
+                options=options,
+                threads=args.threads,  # fedrec.run sets them (fedrec.core.threads), as for all
+            )
+        except KeyboardInterrupt:
+            if out is not None and args.out is None:
+                print(f"fedrec: the run's folder is {out} (--out {out} --resume continues it)",
+                      file=sys.stderr)
+            raise
     rows = summary_rows(result)
-    if args.out:
-        rows.append(("results", os.path.join(args.out, "results.json")))
+    if out is not None:
+        rows.append(("results", os.path.join(out, "results.json")))
     if args.log_dir:
         rows.append(("tensorboard log", args.log_dir))
     print(table(rows))
@@ -193,8 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data-opt", action="append", metavar="KEY=VALUE",
                      help="one dataset option, e.g. split=u3 for ML-100K's third GroupLens "
                      "fold, val_fraction=0.2 (fedrec datasets info NAME lists them)")
-    run.add_argument("--out", help="directory for results.json and checkpoints")
+    run.add_argument("--out", help="directory for results.json and checkpoints (default: a "
+                     "new runs/ALGORITHM-DATASET-YYYYmmdd-HHMMSS/ here)")
     add_run_option(run, "resume")
+    add_run_option(run, "overwrite")
     add_run_option(run, "checkpoint_every", metavar="N")
     add_run_option(run, "log_dir", metavar="DIR")
     add_run_option(run, "device")

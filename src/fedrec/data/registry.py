@@ -23,6 +23,8 @@ from fedrec.data.loaders import (
     load_planetoid,
     load_steam,
 )
+from fedrec.data.paths import resolve_data_dir
+from fedrec.data.provenance import with_files_read
 from fedrec.data.splits import VAL_FRACTION, carve_validation
 from fedrec.data.types import Dataset, GraphDataset, RatingDataset
 from fedrec.data.user_files import FILE_OPTIONS, is_file_name, load_interaction_file
@@ -112,7 +114,9 @@ def load_dataset(
 
     Every dataset passes through :func:`fedrec.data.splits.carve_validation` here, the one
     place that makes the validation split: ``train`` of the result excludes the validation rows
-    (``valid``; a graph's ``val_mask``).
+    (``valid``; a graph's ``val_mask``); and through
+    :func:`fedrec.data.provenance.with_files_read`, once per load: the files read, each with
+    its size and sha256, in ``meta["files_read"]`` (what a run's ``results.json`` records).
     """
     if is_file_name(name, SPECS):
         path = Path(name)
@@ -120,7 +124,7 @@ def load_dataset(
         graph = is_graph_dir(path)
         _refuse_unknown(str(path), options, list(GRAPH_OPTIONS if graph else FILE_OPTIONS))
         ds = load_graph_dir(path, **options) if graph else load_interaction_file(path, **options)
-        return carve_validation(ds, val_fraction, val_seed)
+        return with_files_read(carve_validation(ds, val_fraction, val_seed), None)
     name = str(name)
     get_spec(name)
     loader = _LOADERS[name]
@@ -130,7 +134,8 @@ def load_dataset(
     root = ensure_files(name, data_dir, download=download)
     if extra:
         ensure_files(name, data_dir, download=download, files=extra)
-    return carve_validation(loader(root, **options), val_fraction, val_seed)
+    ds = carve_validation(loader(root, **options), val_fraction, val_seed)
+    return with_files_read(ds, resolve_data_dir(data_dir))
 
 
 def _validation_options(name: str, options: dict[str, object]

@@ -36,7 +36,7 @@ from fedrec.data import public_meta as data_public_meta
 from fedrec.data.side_info import UserInfo
 from fedrec.data.types import FACTS, PROBE, Dataset
 from fedrec.errors import ConfigError
-from fedrec.experiment import check_before_loading, check_loaded
+from fedrec.experiment import check_before_loading, check_loaded, describe_run
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import seed_everything
 from fedrec.options import RunOptions
@@ -76,6 +76,12 @@ def slice_users(ds: Dataset, n: int | None) -> Dataset:
         valid=ds.valid.select(ds.valid.users < n),
         user_features=feats, user_graph=graph, meta=meta,
     )
+
+
+def sliced_options(max_users: int | None) -> dict[str, Any]:
+    """The data options a run's record names for a slice (:func:`slice_users`): ``max_users``
+    where one is taken, else none."""
+    return {"max_users": max_users} if max_users else {}
 
 
 def load_sliced(dataset: str, data_dir: str | Path | None, max_users: int | None) -> Dataset:
@@ -156,6 +162,7 @@ def simulate(
     check_loaded(spec, cfg, dataset, ds)
     seed_everything(cfg.seed)
     trainer = spec.trainer(cfg, ds, dev, opts.client_secret)
-    return run_rounds(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg)),
+    record = describe_run(ds, dataset, sliced_options(opts.max_users), preset)
+    return run_rounds(trainer, cfg, RunResult(algorithm, dataset, to_dict(cfg), **record),
                       progress=f"{algorithm}/{dataset} (simulator)" if opts.progress else None,
                       on_round=on_round)

@@ -172,14 +172,17 @@ def run_all(specs: Sequence[RunSpec], out: Path, *, data_dir: str | Path | None 
                 kwargs["dataset_options"] = dict(spec.dataset_options)
             if spec.preset is not None:
                 kwargs["preset"] = spec.preset
+            # A finished run still here is stale (another format or config: not reused above),
+            # so the grid replaces it.
+            fresh = RunOptions.of(base, overwrite=True)
             try:
                 try:
                     runner(spec.algorithm, spec.dataset,
-                           options=RunOptions.of(base, resume=resume), **kwargs)
+                           options=RunOptions.of(fresh, resume=resume), **kwargs)
                 except ResumeRefused:
                     # A checkpoint from other settings or data: start the run again from scratch.
                     (folder / CHECKPOINT_NAME).unlink()
-                    runner(spec.algorithm, spec.dataset, options=base, **kwargs)
+                    runner(spec.algorithm, spec.dataset, options=fresh, **kwargs)
             except WriteError:
                 raise  # the machine's (a full disk), not the setting's: the grid stops
             except FedrecError as exc:

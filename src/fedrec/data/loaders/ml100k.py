@@ -397,6 +397,8 @@ def load_ml100k(
         train, test, base_note = _grouplens_split(everything, encode, inter_path, test_p,
                                                    len(imap))
         used.append(test_p)
+        if test_p.with_suffix(".base").is_file():  # read to check it holds the other pairs
+            used.append(test_p.with_suffix(".base"))
         split_desc = f"GroupLens {split}: {split}.test, train = the other ratings"
         if base_note:
             notice(f"ml-100k: {base_note}")

@@ -16,10 +16,13 @@ as the ServerApp's experimenter's oracle: see :mod:`fedrec.engines.flower.server
 algorithm without instruments it is ignored), follows ``progress.jsonl`` (a hook may act
 after each round, e.g. kill a SuperNode), and returns the ServerApp's ``results.json``.
 Everything that can be checked before a process starts (the job, the dataset's kind, the output
-directory) is checked before anything in the output directory is touched; a ``results.json``
-already there is replaced only by this run's, when it completes (the ServerApp writes it
-atomically), so a deployment that fails leaves it as it was (``progress.jsonl``,
-``server.log`` and ``error.txt`` are the last attempt's).
+directory, which must not hold a finished run unless ``overwrite`` is asked for) is checked
+before anything in the output directory is touched; a ``results.json`` already there is
+replaced only by this run's, when it completes (the ServerApp writes it atomically), so a
+deployment that fails leaves it as it was (``progress.jsonl``, ``server.log`` and
+``error.txt`` are the last attempt's). The ServerApp never loads the data, so the run's record
+of it (``data``: the files and their sha256, the split, the counts:
+:func:`fedrec.experiment.describe_run`) is added by this process, from the nodes' load.
 Telemetry is off (``FLWR_TELEMETRY_ENABLED=0``) and ``FLWR_HOME`` is a fresh temporary directory
 for every process. At the end every process started -- and every descendant seen (SuperExec,
 ServerApp, ClientApp processes) -- is stopped (SIGTERM, then SIGKILL). A descendant is known by
@@ -65,15 +68,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedrec.algorithms import AlgorithmSpec
+from fedrec.algorithms import AlgorithmSpec, resolve_config_sources
 from fedrec.config import RunConfig, to_dict
 from fedrec.core.files import writing
 from fedrec.data.paths import resolve_data_dir
-from fedrec.engines.common import resolve, service_roles
+from fedrec.engines.common import load_sliced, resolve, service_roles, sliced_options
 from fedrec.engines.flower import reaper as reaper_script
 from fedrec.engines.flower.reaper import end_processes, is_alive, note_descendants
 from fedrec.errors import ConfigError, FedrecError
-from fedrec.experiment import RESULTS_NAME, check_before_loading, check_out_dir
+from fedrec.experiment import (
+    RESULTS_NAME,
+    check_before_loading,
+    check_finished,
+    check_out_dir,
+    describe_run,
+    write_atomic,
+)
 from fedrec.federation.dp_sum import check_engine
 from fedrec.federation.secrets import SECRET_ENV, ClientSecrets
 from fedrec.options import RunOptions
@@ -457,6 +467,7 @@ def deploy(
                           "current one)")
     given = Path(out_dir).resolve() if out_dir is not None else None
     if given is not None:
+        check_finished(given, opts, resumable=False)
         check_out_dir(given)
     # Every check made: from here on the output directory is written to.
     # A write refused from here on (a full disk) is one line naming the folder.
@@ -589,6 +600,14 @@ def deploy(
                 raise DeployError(f"the run did not finish within {opts.timeout:.0f} s")
             time.sleep(0.2)
         result["engine"]["deploy_wall_s"] = time.monotonic() - t0
+        # What the nodes ran on, recorded by the experimenter's process (the ServerApp never
+        # loads the data): the same load and slice as a node's.
+        result.update(describe_run(load_sliced(dataset, data_root, opts.max_users), dataset,
+                                   sliced_options(opts.max_users), preset))
+        result["config_sources"] = resolve_config_sources(algorithm, dataset, config_file,
+                                                          overrides, preset)
+        write_atomic(out / RESULTS_NAME, json.dumps(result, indent=2, default=float),
+                     "the run's results")
         return result
     except DeployError as exc:
         tails = []
