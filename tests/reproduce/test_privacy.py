@@ -10,17 +10,17 @@ import pytest
 
 from fedrec.cli.main import build_parser, main
 from fedrec.config import parse_options
-from fedrec.reproduce.privacy import DATASETS, EPSILONS, METHODS, plan
+from fedrec.reproduce.privacy import EPSILONS, METHODS, TARGETS, plan
 from fedrec.reproduce.report import command_of
 
 
 def test_grid_has_every_epsilon_and_reference_per_method_and_dataset() -> None:
     keys = {s.key for s in plan(1, quick=False)}
-    for dataset in DATASETS:
-        for method in METHODS:
+    for t in TARGETS:
+        for dataset in t.datasets:
             for e in EPSILONS:
-                assert f"dp/{method}/{dataset}/eps-{e:g}" in keys
-            assert {f"dp/{method}/{dataset}/no-noise", f"dp/{method}/{dataset}/none"} <= keys
+                assert f"dp/{t.method}/{dataset}/eps-{e:g}" in keys
+            assert {f"dp/{t.method}/{dataset}/no-noise", f"dp/{t.method}/{dataset}/none"} <= keys
     for spec in plan(1, quick=False):
         assert spec.overrides["clients_per_round"] == 0  # Poisson rate 1: see the docstring
         if spec.overrides.get("dp") == "distributed":

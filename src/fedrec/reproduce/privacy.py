@@ -34,6 +34,7 @@ print; they are not re-run here.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +49,38 @@ from fedrec.reproduce.runner import (
     run_all,
 )
 
-DATASETS = ("ml-100k", "douban", "flixster")
 EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
-METHODS = ("fcf", "fedgnn")
 COMMON = {"dp_masking": False, "secagg_threshold": 1.0, "clients_per_round": 0, "dp_delta": 1e-5}
-TUNE_DATASET, TUNE_EPSILON = "ml-100k", 10.0
+TUNE_EPSILON = 10.0
 _GNN = {"dim": 8, "loss_reduction": "mean", "lr_decay": 1.0, "dp_clip": 1.0}
-#: Each method's candidate DP settings (label: overrides), tried at epsilon 10 on ML-100K.
-CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
-    "fcf": {
+_GREC = {"dim": 16, "num_layers": 1, "refresh_period": 1, "rounds": 30, "eval_every": 5}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One method in the grid: its datasets (the first is where its DP settings are chosen,
+    at epsilon :data:`TUNE_EPSILON`), the test metric its table reports, the candidate DP
+    settings (label: overrides, in order of preference on a tie), what "no privacy mechanism"
+    means for it, and its --quick overrides."""
+
+    method: str
+    datasets: tuple[str, ...]
+    metric: str
+    candidates: dict[str, dict[str, Any]]
+    no_privacy: dict[str, Any]
+    quick: dict[str, Any] = field(default_factory=dict)
+    #: Where the paper mechanism's own runs are (``{dataset}`` filled in), if anywhere.
+    paper_runs: str | None = None
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric != "rmse"
+
+
+_RATING = ("ml-100k", "douban", "flixster")
+_QUICK = {"rounds": 2, "eval_every": 1, "clients_per_round": 100, "dim": 4}
+TARGETS: tuple[Target, ...] = (
+    Target("fcf", _RATING, "rmse", {
         "d8-r50-c0.1-lr0.02": {"dim": 8, "rounds": 50, "eval_every": 5, "dp_clip": 0.1,
                                "lr": 0.02},
         "d8-r80-c0.1-lr0.02": {"dim": 8, "rounds": 80, "eval_every": 10, "dp_clip": 0.1,
@@ -69,8 +93,8 @@ CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
                                 "lr": 0.02},
         "d32-r50-c0.1-lr0.02": {"rounds": 50, "eval_every": 5, "dp_clip": 0.1, "lr": 0.02},
         "d32-r30-c0.1-lr0.05": {"rounds": 30, "eval_every": 5, "dp_clip": 0.1, "lr": 0.05},
-    },
-    "fedgnn": {
+    }, {"dp": "none"}, _QUICK),
+    Target("fedgnn", _RATING, "rmse", {
         "r20-lr20-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0, "lr_model": 0.2},
         "r20-lr10-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 10.0, "lr_model": 0.2},
         "r20-lr40-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 40.0, "lr_model": 0.2},
@@ -79,42 +103,47 @@ CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
         "r40-lr10-lm0.1": {**_GNN, "rounds": 40, "eval_every": 5, "lr": 10.0, "lr_model": 0.1},
         "r20-lr20-lm0.2-nobias": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0,
                                   "lr_model": 0.2, "bias": False},
-    },
-}
-#: What "no privacy mechanism" means for each method, over its DP settings.
-NO_PRIVACY: dict[str, dict[str, Any]] = {
-    "fcf": {"dp": "none"},
-    "fedgnn": {"dp": "none", "laplace": 0.0, "clip": 0.0, "pseudo_items": 0, "neighbours": 0,
-               "item_avg": "cohort"},
-}
-QUICK = {"rounds": 2, "eval_every": 1, "clients_per_round": 100, "dim": 4}
-PAPER_RUNS = {"fedgnn": "results/fedgnn-{dataset}"}
+    }, {"dp": "none", "laplace": 0.0, "clip": 0.0, "pseudo_items": 0, "neighbours": 0,
+        "item_avg": "cohort"}, _QUICK, paper_runs="results/fedgnn-{dataset}"),
+    # Ranking: ML-100K's per-user split (where the settings are chosen), then the large
+    # populations user-level DP needs (issue 38: Gowalla, Yelp2018, Steam).
+    Target("fedgrec", ("ml-100k", "steam-200k", "gowalla"), "Recall@20", {
+        "c1-lr0.05": {**_GREC, "dp_clip": 1.0},
+        "c0.3-lr0.05": {**_GREC, "dp_clip": 0.3},
+        "c3-lr0.05": {**_GREC, "dp_clip": 3.0},
+    }, {"dp": "none", "secure_aggregation": False},
+        {"rounds": 2, "eval_every": 1, "clients_per_round": 100, "dim": 4, "num_layers": 1,
+         "user_fit_steps": 2, "user_fit_train_steps": 2}),
+)
+METHODS = tuple(t.method for t in TARGETS)
+TARGET = {t.method: t for t in TARGETS}
 
 
-def candidates(method: str) -> Candidates:
-    """The tuning trials of ``method``: each candidate at epsilon 10 on ML-100K."""
-    return Candidates(f"{method}", method, TUNE_DATASET, {
+def candidates(target: Target) -> Candidates:
+    """The tuning trials of a method: each candidate at epsilon 10 on its first dataset."""
+    return Candidates(target.method, target.method, target.datasets[0], {
         label: {**COMMON, **opts, "dp": "distributed", "target_epsilon": TUNE_EPSILON}
-        for label, opts in CANDIDATES[method].items()})
+        for label, opts in target.candidates.items()})
 
 
 def plan(seeds: int, quick: bool, chosen: dict[str, dict[str, Any]] | None = None
          ) -> list[RunSpec]:
     """The grid, each method at its ``chosen`` settings (default: its first candidate)."""
-    chosen = chosen or {m: next(iter(CANDIDATES[m].values())) for m in METHODS}
+    chosen = chosen or {}
     specs = []
-    for dataset in DATASETS[:1] if quick else DATASETS:
-        for method in METHODS:
-            base = {**COMMON, **chosen[method], **(QUICK if quick else {})}
+    for t in TARGETS:
+        setting = chosen.get(t.method, next(iter(t.candidates.values())))
+        for dataset in t.datasets[:1] if quick else t.datasets:
+            base = {**COMMON, **setting, **(t.quick if quick else {})}
             rows: list[tuple[str, dict[str, Any]]] = [
                 (f"eps-{e:g}", {"dp": "distributed", "target_epsilon": e})
                 for e in (EPSILONS[::4] if quick else EPSILONS)]
             rows += [("no-noise", {"dp": "central", "noise_multiplier": 0.0}),
-                     ("none", NO_PRIVACY[method])]
+                     ("none", t.no_privacy)]
             if dataset == "ml-100k" and not quick:
                 rows += [("distributed-z2", {"dp": "distributed", "noise_multiplier": 2.0}),
                          ("central-z2", {"dp": "central", "noise_multiplier": 2.0})]
-            specs += [RunSpec(f"dp/{method}/{dataset}/{name}", method, dataset,
+            specs += [RunSpec(f"dp/{t.method}/{dataset}/{name}", t.method, dataset,
                               {**base, **extra}, tuple(range(seeds)))
                       for name, extra in rows]
     return specs
@@ -131,9 +160,9 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 1, sweep_seeds: in
     if quick:
         seeds = 1
     else:
-        for method in METHODS:
-            choices[method] = choose_on_validation(candidates(method), out, **kwargs)
-    specs = plan(seeds, quick, {m: CANDIDATES[m][c.label] for m, c in choices.items()} or None)
+        for t in TARGETS:
+            choices[t.method] = choose_on_validation(candidates(t), out, **kwargs)
+    specs = plan(seeds, quick, {m: TARGET[m].candidates[c.label] for m, c in choices.items()})
     res = run_all(specs, out, **kwargs)
     return write_report(out, specs, res, quick, choices)
 
@@ -154,8 +183,8 @@ def _privacy_figures(runs: list[dict[str, Any]]) -> tuple[str, str, str]:
             "–" if released is None else f"{released:.3g}", f"{z:.3g}")
 
 
-def _rmse(runs: list[dict[str, Any]]) -> str:
-    values = metric(runs, "rmse")
+def _test(runs: list[dict[str, Any]], name: str) -> str:
+    values = metric(runs, name)
     if not values:
         return "–"
     mean = sum(values) / len(values)
@@ -166,36 +195,38 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                  quick: bool, choices: dict[str, Choice] | None = None) -> Path:
     lines = ["# User-level DP: accuracy at a given epsilon against the server", "",
              "Made by `fedrec reproduce privacy" + (" --quick" if quick else "") + "` "
-             "(`fedrec.reproduce.privacy`: what each row runs). Test RMSE at the round chosen "
-             "on validation RMSE. Server-side epsilon: user level, delta 1e-5, no "
+             "(`fedrec.reproduce.privacy`: what each row runs). Each method's test metric at "
+             "the round chosen on validation (RMSE for rating, Recall@20 for ranking). "
+             "Server-side epsilon: user level, delta 1e-5, no "
              "amplification by sampling, over the rounds of the most-participating client; "
              "released model: against whoever sees only the models (every client is sampled "
              "in every round here, so it equals the server's). The commands are in the Runs "
              "table.", ""]
-    by_dataset: dict[str, list[list[str]]] = {}
+    tables: dict[tuple[str, str], list[list[str]]] = {}
     for spec in specs:
         _, method, dataset, name = spec.key.split("/")
         runs = res.get(spec.key, [])
         server, released, z = _privacy_figures(runs)
-        by_dataset.setdefault(dataset, []).append(
-            [method, name, server, released, z, _rmse(runs)])
-    for dataset, rows in by_dataset.items():
-        for method, pattern in PAPER_RUNS.items():
-            path = Path(pattern.format(dataset=dataset)) / "results.json"
-            if not quick and path.is_file():
-                run = json.loads(path.read_text())
-                eps = (run.get("privacy") or {}).get("epsilon")
-                rows.append([method, f"paper mechanism (`{path.parent}`)",
-                             "–" if eps is None else f"{eps:.3g}", "–", "–", _rmse([run])])
-        lines += [f"## {dataset}", "",
+        tables.setdefault((method, dataset), []).append(
+            [method, name, server, released, z, _test(runs, TARGET[method].metric)])
+    for (method, dataset), rows in tables.items():
+        pattern = TARGET[method].paper_runs
+        path = Path(pattern.format(dataset=dataset)) / "results.json" if pattern else None
+        if path is not None and not quick and path.is_file():
+            run = json.loads(path.read_text())
+            eps = (run.get("privacy") or {}).get("epsilon")
+            rows.append([method, f"paper mechanism (`{path.parent}`)",
+                         "–" if eps is None else f"{eps:.3g}", "–", "–",
+                         _test([run], TARGET[method].metric)])
+        lines += [f"## {method} on {dataset}", "",
                   markdown_table(["method", "setting", "epsilon (server)",
                                   "epsilon (released model)", "noise multiplier",
-                                  "test RMSE"], rows)]
+                                  f"test {TARGET[method].metric}"], rows)]
     for method, choice in (choices or {}).items():
         rows = [[label, "–" if v is None else f"{v:.4f}", "chosen" if label == choice.label
                  else ""] for label, v in choice.validation.items()]
-        lines += [f"## {method}: settings chosen on validation (ML-100K, epsilon "
-                  f"{TUNE_EPSILON:g}, seed 0)", "",
+        lines += [f"## {method}: settings chosen on validation ({TARGET[method].datasets[0]}, "
+                  f"epsilon {TUNE_EPSILON:g}, seed 0)", "",
                   markdown_table(["candidate", f"validation {choice.select_on or 'rmse'}", ""],
                                  rows)]
     trials = [t for c in (choices or {}).values() for t in c.trials]
