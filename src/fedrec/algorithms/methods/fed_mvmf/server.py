@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
+from fedrec.algorithms.methods.fed_mvmf.client import upload_size
 from fedrec.algorithms.methods.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.methods.fed_mvmf.model import (
     item_factors_from_features,
@@ -19,7 +20,6 @@ from fedrec.algorithms.methods.fed_mvmf.model import (
 from fedrec.algorithms.methods.fed_mvmf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
-from fedrec.algorithms.methods.fed_mvmf.client import upload_size
 from fedrec.core.rng import torch_generator
 from fedrec.errors import ConfigError
 from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
