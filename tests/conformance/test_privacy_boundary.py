@@ -12,7 +12,9 @@ their contract states with its reason.
 
 Secure sums run in the clear here (``secure_aggregation: false``, same vectors summed): their
 keys and self-mask seeds come from ``os.urandom`` by design, so two runs' masked messages differ
-whatever the data; what they mask is what this check compares.
+whatever the data; what they mask is what this check compares. Methods with the user-level DP
+aggregate are checked in a DP run too, its sum unmasked (``dp_masking: false``) for the same
+reason: each device's clipped, noised ring vector is then what crosses.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from fedrec.federation.message import CLIENT
 
 from .harness import (
     FEDERATED,
+    WITH_DP,
     Wire,
     applies,
     config_of,
     contract_of,
     dataset_of,
+    dp_settings,
     plain_sums,
     record,
     run,
@@ -86,10 +90,11 @@ def assert_only_through_messages(before: list[Wire], after: list[Wire], target: 
 
 
 #: (method, dropout, settings over its contract's): the contract's settings with and without
-#: dropouts, then each of its declared variants.
+#: dropouts, then each of its declared variants, then its DP run (unmasked).
 CASES = [(name, dropout, {}) for name in FEDERATED for dropout in (0.0, 0.3)] + [
     (name, 0.0, dict(variant)) for name in FEDERATED
-    for variant in contract_of(name).boundary_variants]
+    for variant in contract_of(name).boundary_variants] + [
+    (name, 0.0, {**dp_settings(name), "dp_masking": False}) for name in WITH_DP]
 
 
 @pytest.mark.parametrize(("name", "dropout", "variant"), CASES,

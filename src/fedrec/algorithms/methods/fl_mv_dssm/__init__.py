@@ -168,6 +168,11 @@ SPEC = AlgorithmSpec(
         settings={"widths": (8, 4), "clients_per_round": 8, "eval_devices": 12,
                   "local_epochs": 1, "client_batch": 50, "secagg_clip": 8.0},
         dp_settings={"dp": "distributed", "dp_noise_multiplier": 1.0, "clients_per_round": 20},
+        boundary_tolerance=1e-5,
+        boundary_tolerance_reason="the simulator trains a cohort's views in one stack ordered "
+        "by batch count and padded to the longest batch: another view's positives change the "
+        "order and the padding, and float32 reductions round differently (observed 6e-8 on "
+        "item changes of up to 1.1, DP settings, round 2)",
         flower_tolerance=1e-6,
         flower_tolerance_reason="a SuperNode trains its share of the cohort's views in one "
         "stack padded to that share's widest batch, the simulator the whole cohort's: float32 "
