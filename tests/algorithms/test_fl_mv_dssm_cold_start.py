@@ -113,15 +113,10 @@ def test_new_items_are_never_drawn_as_training_negatives(warm: MultiViewData) ->
     assert np.isin(plain, new).any()
 
 
-def test_dp_cohorts_are_poisson_samples_of_the_warm_devices(warm: MultiViewData) -> None:
+def test_dp_cohorts_are_poisson_samples_of_the_warm_devices(warm: MultiViewData,
+                                                            cold_start_dp_run) -> None:
     cfg = config(cold_start="users", clients_per_round=20, widths=(8, 4), client_batch=50,
                  dp="distributed", dp_noise_multiplier=1.0)
-    mv = cold_start(warm, "users", cfg.cold_fraction, cfg.split_seed)
-    job = build_job_from_multiview(cfg, mv)
-    server = job.server
-    assert server.dp.plan.num_clients == len(server.trainable) < len(job.client_ids)
-    trainer = FederatedTrainer(job, cfg, torch.device("cpu"), ClientSecrets(bytes(32)))
-    for rnd in (1, 2):
-        trainer.train_round(rnd)
-    assert set(server.participations) <= set(server.trainable)
-    assert set(server.dp.accountant.per_client) <= set(server.trainable)
+    trainer, _ = cold_start_dp_run(build_job_from_multiview, cfg, warm)
+    server = trainer.job.server
+    assert set(server.participations) <= set(server.trainable)  # the views' rounds too
