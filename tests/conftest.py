@@ -122,3 +122,25 @@ def one_thread_module():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def cold_start_dp_run():
+    """A runner of a multi-view method's cold-start DP job: ``run(build, cfg, mv)`` builds
+    ``build(cfg, mv re-split by cfg.cold_start)``, checks that the DP aggregate's plan counts
+    only the clients that train, trains ``rounds`` rounds, checks that only those clients were
+    accounted, and returns the trainer and each round's statistics."""
+    from fedrec.algorithms.base import FederatedTrainer
+    from fedrec.data.multiview import cold_start
+    from fedrec.federation.secrets import ClientSecrets
+
+    def run(build, cfg, mv, rounds: int = 2):
+        job = build(cfg, cold_start(mv, cfg.cold_start, cfg.cold_fraction, cfg.split_seed))
+        server = job.server
+        assert server.dp.plan.num_clients == len(server.trainable) < len(job.client_ids)
+        trainer = FederatedTrainer(job, cfg, torch.device("cpu"), ClientSecrets(bytes(32)))
+        stats = [trainer.train_round(rnd) for rnd in range(1, rounds + 1)]
+        assert set(server.dp.accountant.per_client) <= set(server.trainable)
+        return trainer, stats
+
+    return run

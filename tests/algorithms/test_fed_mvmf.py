@@ -266,3 +266,45 @@ def test_secure_sum_gives_the_clear_runs_model_and_hides_each_upload(mv: MultiVi
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
         train = [m.payload for m in seen[mode] if m.step == TRAIN]
         assert train and not any("grad_v" in p or "loss" in p for p in train)
+
+
+# -- the user-level DP aggregate (issue 38) -----------------------------------------------------
+
+@pytest.mark.parametrize(("overrides", "fragment"), [
+    ({"dp": "distributed", "noise_multiplier": 1.0, "secure_aggregation": True}, "exclusive"),
+    ({"dp": "distributed"}, "needs noise_multiplier > 0 or target_epsilon > 0"),
+    ({"dp": "central", "dp_clip": 0.0}, "dp_clip must be > 0"),
+])
+def test_dp_bad_options_are_one_line_config_errors(overrides: dict, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config(**overrides)
+    assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_dp_estimate_is_the_clear_runs_when_nothing_is_clipped_or_noised(mv: MultiViewData
+                                                                         ) -> None:
+    """Every client every round (Poisson rate 1), central DP with no noise and a bound no
+    gradient reaches, in the 64-bit ring: the noised-sum path (the sum over the public expected
+    cohort, scaled to every client's) gives the clear run's factors to float32 rounding."""
+    models = {}
+    for mode, extra in [("clear", {}), ("dp", {"dp": "central", "dp_clip": 1e4,
+                                               "secagg_bits": 64})]:
+        cfg = config(rounds=2, clients_per_round=0, dim=8, **extra)
+        job = build_job_from_multiview(cfg, mv)
+        trainer = FederatedTrainer(job, cfg, torch.device("cpu"), ClientSecrets(bytes(32)))
+        for rnd in (1, 2):
+            trainer.train_round(rnd)
+        models[mode] = (job.server.v.detach(), job.server.a.detach())
+    for got, want in zip(models["dp"], models["clear"], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_dp_run_meets_its_target_and_trains_only_warm_clients(mv: MultiViewData,
+                                                               cold_start_dp_run) -> None:
+    cfg = config(cold_start="users", rounds=2, clients_per_round=40, dim=8,
+                 dp="distributed", target_epsilon=8.0)
+    trainer, stats = cold_start_dp_run(build_job_from_multiview, cfg, mv)
+    assert all("loss" not in s for s in stats)  # no client's loss reaches the server
+    report = trainer.privacy_report()
+    assert trainer.job.server.dp.plan.z > 0 and 0 < report["epsilon"] <= 8.0
+    assert report["secure_aggregation"]

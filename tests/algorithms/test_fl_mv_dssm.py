@@ -180,6 +180,15 @@ def test_privacy_report_with_both_mechanisms(mv: MultiViewData) -> None:
     ({"predict_noise": -1.0}, "predict_noise must be >= 0.0"),
     ({"clip": 0.0}, "clip must be > 0.0"),
     ({"eval_devices": -1}, "eval_devices must be >= 0"),
+    ({"dp": "central"}, "dp=central sums in clear .*: set secure_aggregation=false"),
+    ({"dp": "distributed", "dp_noise_multiplier": 1.0, "dp_masking": False},
+     r"dp_masking=false\): set secure_aggregation=false"),
+    ({"dp": "distributed", "dp_noise_multiplier": 1.0, "secure_aggregation": False},
+     "masks the noised vectors .*: set secure_aggregation=true"),
+    ({"dp": "distributed"}, "needs dp_noise_multiplier > 0 or target_epsilon > 0"),
+    ({"dp": "distributed", "dp_noise_multiplier": 1.0, "target_epsilon": 2.0},
+     "give dp_noise_multiplier or target_epsilon, not both"),
+    ({"dp": "laplace"}, "dp must be one of none, distributed, central"),
 ])
 def test_bad_options(overrides: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:
@@ -327,3 +336,75 @@ def test_a_slice_of_users_keeps_their_demographics(ml100k: RatingDataset) -> Non
     assert len(user_info(ml100k)) == 943  # the full dataset untouched
     small = multiview_of(config(), ds)
     assert small.task.num_users == 40 and small.user_views[0].shape[0] == 40
+
+
+# -- the user-level DP aggregate (issue 38): the device, all its views, is the unit ------------
+
+def _dp_trainer(mv: MultiViewData, **overrides: object) -> tuple[FederatedTrainer,
+                                                                   FLMVDSSMConfig]:
+    cfg = config(**{"widths": (8, 4), "client_batch": 50, "clients_per_round": 20,
+                    "rounds": 2, "dp": "distributed", **overrides})
+    return FederatedTrainer(build_job_from_multiview(cfg, mv), cfg, torch.device("cpu"),
+                            SECRET), cfg
+
+
+def _dp_report(mv: MultiViewData, **overrides: object) -> tuple[dict, FederatedTrainer]:
+    trainer, cfg = _dp_trainer(mv, **overrides)
+    for rnd in range(1, cfg.rounds + 1):
+        trainer.train_round(rnd)
+    return trainer.privacy_report(), trainer
+
+
+def test_dp_is_per_device_and_the_papers_gaussian_keeps_its_own_figure(mv: MultiViewData
+                                                                        ) -> None:
+    """One vector per device and round (the accountant's clients are the devices that took
+    part), ``z`` is ``dp_noise_multiplier`` whatever the paper's ``noise_multiplier``, whose
+    view-level figure is its own, and each setting leaves the other's figure alone."""
+    report, trainer = _dp_report(mv, dp_noise_multiplier=2.0, noise_multiplier=1.5)
+    server = trainer.job.server
+    assert report["noise_multiplier"] == 2.0 and report["dp"] == "distributed"
+    assert report["epsilon"] == report["epsilon_server"] > 0 and report["secure_aggregation"]
+    assert report["neighboring_relation"].startswith("user level")
+    assert set(server.dp.accountant.per_client) == set(server.participations)
+    assert all(isinstance(d, int) for d in server.participations)  # devices, not views
+    view = report["view_level"]
+    busiest = max(server.participations.values())
+    assert view["noise_multiplier"] == 1.5 and view["rounds_of_the_busiest_device"] == busiest
+    assert view["epsilon_item_updates"] == pytest.approx(gaussian_epsilon([(1.5, busiest)],
+                                                                          1e-5))
+    without_paper, _ = _dp_report(mv, dp_noise_multiplier=2.0, noise_multiplier=0.0)
+    assert without_paper["epsilon"] == report["epsilon"]
+    assert without_paper["view_level"]["epsilon_item_updates"] is None
+    assert set(trainer.job.server.receives()) == {LOCAL_AGGREGATE, "secagg_share", "secagg_mask",
+                                                  "secagg_unmask"}
+
+
+def test_dp_clips_each_devices_whole_upload(mv: MultiViewData) -> None:
+    """Central DP without noise is clipping alone: the server's mean update is at most
+    ``dp_clip`` per device in the sum over the expected cohort, far below the unclipped one."""
+    norms = {}
+    for clip in (1e-3, 1e3):
+        trainer, _ = _dp_trainer(mv, dp="central", secure_aggregation=False, dp_clip=clip)
+        stats = trainer.train_round(1)
+        plan = trainer.job.server.dp.plan
+        norms[clip] = stats["update_norm"]
+        assert stats["update_norm"] <= stats["clients"] * clip / plan.expected_cohort * 1.001
+    assert norms[1e3] > 100 * norms[1e-3]
+
+
+def test_dp_target_epsilon_is_met_or_refused_before_training(mv: MultiViewData) -> None:
+    report, trainer = _dp_report(mv, target_epsilon=8.0)
+    assert trainer.job.server.dp.plan.z > 0 and 0 < report["epsilon"] <= 8.0
+    with pytest.raises(ConfigError, match="reaches target_epsilon") as err:
+        _dp_trainer(mv, target_epsilon=1e-3, rounds=500)
+    assert "\n" not in str(err.value)
+
+
+def test_dp_resumes_its_accountant(mv: MultiViewData) -> None:
+    whole, _ = _dp_report(mv, dp_noise_multiplier=1.0, rounds=2)
+    first, _ = _dp_trainer(mv, dp_noise_multiplier=1.0)
+    first.train_round(1)
+    second, _ = _dp_trainer(mv, dp_noise_multiplier=1.0)
+    second.load_state_dict(first.state_dict())
+    second.train_round(2)
+    assert second.privacy_report() == whole

@@ -111,3 +111,12 @@ def test_new_items_are_never_drawn_as_training_negatives(warm: MultiViewData) ->
                              torch.Generator().manual_seed(k))).numpy().ravel()
         for k, p in enumerate(views)])
     assert np.isin(plain, new).any()
+
+
+def test_dp_cohorts_are_poisson_samples_of_the_warm_devices(warm: MultiViewData,
+                                                            cold_start_dp_run) -> None:
+    cfg = config(cold_start="users", clients_per_round=20, widths=(8, 4), client_batch=50,
+                 dp="distributed", dp_noise_multiplier=1.0)
+    trainer, _ = cold_start_dp_run(build_job_from_multiview, cfg, warm)
+    server = trainer.job.server
+    assert set(server.participations) <= set(server.trainable)  # the views' rounds too

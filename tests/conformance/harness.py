@@ -67,6 +67,15 @@ def has_option(name: str, option: str) -> bool:
     return option in {f.name for f in dataclasses.fields(spec_of(name).config_cls)}
 
 
+def dp_settings(name: str) -> dict[str, Any]:
+    """The settings of ``name``'s DP run (its contract's, or ``dp: distributed``)."""
+    return dict(contract_of(name).dp_settings) or {"dp": "distributed"}
+
+
+#: The federated methods whose config has the user-level DP aggregate (``dp``).
+WITH_DP = [name for name in FEDERATED if has_option(name, "dp")]
+
+
 def plain_sums(name: str) -> dict[str, Any]:
     """Settings that run ``name``'s secure sums in the clear, where it has them (the same
     vectors summed; the masks' randomness comes from ``os.urandom``, not from the client

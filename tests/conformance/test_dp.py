@@ -16,8 +16,8 @@ from .harness import (
     FEDERATED,
     applies,
     config_of,
-    contract_of,
     dataset_of,
+    dp_settings,
     has_option,
     record,
     run,
@@ -35,7 +35,7 @@ def test_a_dp_run_sends_the_server_no_clear_value(name: str, data_root) -> None:
     if not has_option(name, "dp"):
         pytest.skip(f"{name} has no DP aggregate yet (issue 38)")
     applies(name, "dp")
-    cfg = config_of(name, **(dict(contract_of(name).dp_settings) or {"dp": "distributed"}))
+    cfg = config_of(name, **dp_settings(name))
     trainer = trainer_of(name, cfg, dataset_of(name, data_root))
     seen = record(trainer)
     run(trainer, cfg)

@@ -14,8 +14,8 @@ from .harness import (
     FEDERATED,
     applies,
     config_of,
-    contract_of,
     dataset_of,
+    dp_settings,
     has_option,
     record,
     run,
@@ -30,7 +30,7 @@ def _modes(name: str) -> list[dict]:
     if has_option(name, "secure_aggregation"):
         modes += [{"secure_aggregation": True}, {"secure_aggregation": False}]
     if has_option(name, "dp"):
-        modes.append(dict(contract_of(name).dp_settings) or {"dp": "distributed"})
+        modes.append(dp_settings(name))
     accepted = []
     for mode in modes:
         try:

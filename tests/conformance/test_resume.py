@@ -1,7 +1,9 @@
 """Every federated method resumes to the uninterrupted run, bit for bit: the round loop stopped
 after round 1 as if interrupted, a fresh trainer resumed from the checkpoint file it wrote, and
 the finished result (every round's training statistics but wall times, evaluations, ledger
-totals, the final metrics and the privacy report) equals the one of a run that never stopped."""
+totals, the final metrics and the privacy report) equals the one of a run that never stopped.
+Methods with the user-level DP aggregate are checked in a DP run too (its accountant is in the
+checkpoint; the masks differ between runs, their sums do not)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,16 @@ from fedrec.config import to_dict
 from fedrec.federation.checkpoint import load_checkpoint
 from fedrec.rounds import RoundCheckpoint, RunResult, run_rounds
 
-from .harness import FEDERATED, applies, config_of, dataset_of, trainer_of, without_timings
+from .harness import (
+    FEDERATED,
+    WITH_DP,
+    applies,
+    config_of,
+    dataset_of,
+    dp_settings,
+    trainer_of,
+    without_timings,
+)
 
 pytestmark = pytest.mark.usefixtures("single_thread")  # bit-exact: see conftest.single_thread
 
@@ -28,10 +39,16 @@ def _comparable(result: RunResult) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", FEDERATED)
-def test_resume_equals_the_uninterrupted_run(name: str, data_root, tmp_path) -> None:
+#: (method, settings over its contract's): every method, then each one's DP run.
+CASES = [(name, {}) for name in FEDERATED] + [(name, dp_settings(name)) for name in WITH_DP]
+
+
+@pytest.mark.parametrize(("name", "settings"), CASES,
+                         ids=[n + ("-dp" if s else "") for n, s in CASES])
+def test_resume_equals_the_uninterrupted_run(name: str, settings: dict, data_root,
+                                             tmp_path) -> None:
     applies(name, "resume")
-    cfg = config_of(name)
+    cfg = config_of(name, **settings)
     ds = dataset_of(name, data_root)
 
     def result() -> RunResult:

@@ -25,7 +25,8 @@ only against observers without the config; against one with it, the server-side 
 (at rate 1, as in ``fedrec reproduce privacy``, the two are equal). The server divides a round's
 sum by the public expected cohort size, never by a count derived from client data.
 
-``z`` is ``noise_multiplier``, or is solved before training from ``target_epsilon`` (the
+``z`` is ``noise_multiplier`` (``dp_noise_multiplier`` beside a method's own local noise:
+:class:`DPOptionsBeside`), or is solved before training from ``target_epsilon`` (the
 server-side ε of the distributed mechanism; the released-model ε of the central one) over the
 run's planned cohorts, which follow from the public seed alone (:class:`DPPlan`): every party
 derives the same ``z`` from its own copy of the options.
@@ -40,9 +41,9 @@ runs (:func:`check_engine`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -67,54 +68,93 @@ from fedrec.privacy.rdp import gaussian_rdp, rdp_epsilon
 from fedrec.privacy.skellam import SkellamEncoding
 from fedrec.privacy.user_level import UserLevelAccountant, solve_noise_multiplier
 
-__all__ = ["DP_MODES", "DPAggregate", "DPOptions", "DPPlan", "DPSumClient", "check_engine",
-           "dp_on", "evaluation_sender", "expected_mean", "plan_for"]
+__all__ = ["DP_MODES", "DPAggregate", "DPAggregateOptions", "DPOptions", "DPOptionsBeside",
+           "DPPlan", "DPSumClient", "check_engine", "check_not_with_secure_aggregation", "dp_on",
+           "evaluation_sender", "expected_mean", "plan_for"]
 
 DP_MODES = ("none", "distributed", "central")
 
 
+NOISE_DOC = ("z: noise standard deviation / C of each round's sum (0: solved from "
+             "target_epsilon; central only: 0 and no target is clipping without noise)")
+
+
 @dataclass
-class DPOptions(RunConfig):
-    """The options of the DP aggregate; a method's config inherits them. The secure sum's ring,
-    threshold and variant are the method's ``secagg_bits``, ``secagg_threshold`` and
-    ``secagg_variant`` options."""
+class DPAggregateOptions(RunConfig):
+    """The options of the DP aggregate but its noise multiplier ``z``, whose option is named by
+    :attr:`NOISE_OPTION` (:class:`DPOptions`: ``noise_multiplier``; :class:`DPOptionsBeside`:
+    ``dp_noise_multiplier``, for a method whose ``noise_multiplier`` is its own local
+    mechanism's). The secure sum's ring, threshold and variant are the method's
+    ``secagg_bits``, ``secagg_threshold`` and ``secagg_variant`` options."""
+
+    #: The name of the option that holds ``z``.
+    NOISE_OPTION: ClassVar[str] = "noise_multiplier"
 
     dp: str = option("none", "none | distributed: clients add Skellam noise inside the secure "
                              "sum (user-level DP against the server) | central: a trusted "
                              "server adds Gaussian noise to the clear sum (DP against the "
                              "released model only)")
     dp_clip: float = option(1.0, "C: L2 bound of a client's whole contribution to a round")
-    noise_multiplier: float = option(0.0, "z: noise standard deviation / C of each round's sum "
-                                          "(0: solved from target_epsilon; central only: 0 "
-                                          "and no target is clipping without noise)")
     target_epsilon: float = option(0.0, "user-level epsilon over the run to reach "
                                         "(distributed: against the server; central: against "
-                                        "the released model); solves noise_multiplier")
+                                        "the released model); solves the noise multiplier")
     dp_delta: float = option(1e-5, "delta of every epsilon reported")
     dp_masking: bool = option(True, "distributed: mask the noised vectors with secure "
                                     "aggregation (false: sum them in clear, for accuracy runs; "
                                     "no server-side epsilon is then claimed)")
 
+    def dp_noise(self) -> float:
+        """``z`` as given (0: solved from ``target_epsilon``, or none)."""
+        return float(getattr(self, self.NOISE_OPTION))
+
     def validate(self) -> None:
         super().validate()
+        z_name = self.NOISE_OPTION
         check_choice("dp", self.dp, DP_MODES)
         check_range("dp_clip", self.dp_clip, 0.0, low_open=True)
-        check_range("noise_multiplier", self.noise_multiplier, 0.0)
+        check_range(z_name, self.dp_noise(), 0.0)
         check_range("target_epsilon", self.target_epsilon, 0.0)
         check_range("dp_delta", self.dp_delta, 0.0, 0.5)
         if self.dp == "none":
             return
-        if self.noise_multiplier > 0 and self.target_epsilon > 0:
-            raise ConfigError("give noise_multiplier or target_epsilon, not both")
-        if self.dp == "distributed" and not (self.noise_multiplier > 0
-                                             or self.target_epsilon > 0):
-            raise ConfigError("dp=distributed needs noise_multiplier > 0 or target_epsilon > 0")
+        if self.dp_noise() > 0 and self.target_epsilon > 0:
+            raise ConfigError(f"give {z_name} or target_epsilon, not both")
+        if self.dp == "distributed" and not (self.dp_noise() > 0 or self.target_epsilon > 0):
+            raise ConfigError(f"dp=distributed needs {z_name} > 0 or target_epsilon > 0")
         if not self.dp_delta > 0:
             raise ConfigError("dp needs dp_delta > 0")
 
 
+@dataclass
+class DPOptions(DPAggregateOptions):
+    """The options of the DP aggregate; a method's config inherits them (``z`` is
+    ``noise_multiplier``)."""
+
+    noise_multiplier: float = option(0.0, NOISE_DOC)
+
+
+@dataclass
+class DPOptionsBeside(DPAggregateOptions):
+    """The DP aggregate's options beside a method's own local noise, whose multiplier is the
+    method's ``noise_multiplier`` (FL-MV-DSSM's view-level Gaussian): the aggregate's ``z`` is
+    ``dp_noise_multiplier``, an independent setting."""
+
+    NOISE_OPTION: ClassVar[str] = "dp_noise_multiplier"
+
+    dp_noise_multiplier: float = option(0.0, NOISE_DOC)
+
+
 def dp_on(cfg: Any) -> bool:
     return getattr(cfg, "dp", "none") != "none"
+
+
+def check_not_with_secure_aggregation(cfg: Any) -> None:
+    """A one-line :class:`ConfigError` for ``dp`` beside a method's own ``secure_aggregation``
+    switch (for a method whose switch is off by default): the DP aggregate sums (and, with
+    ``dp_masking``, masks) the uploads itself."""
+    if dp_on(cfg) and cfg.secure_aggregation:
+        raise ConfigError("dp and secure_aggregation are exclusive: dp=distributed masks "
+                          "its noised uploads with secure aggregation itself")
 
 
 def evaluation_sender(cfg: Any) -> PartyId:
@@ -162,8 +202,9 @@ class DPPlan:
         if self.mode == "distributed" and self.planned_sizes.min(initial=2) < 2:
             raise ConfigError("a planned round samples fewer than 2 clients: raise "
                               "clients_per_round for a distributed-DP sum")
-        self.z = (float(cfg.noise_multiplier) if cfg.noise_multiplier > 0 or
-                  cfg.target_epsilon <= 0 else self._solve(float(cfg.target_epsilon)))
+        given = cfg.dp_noise()
+        self.z = (given if given > 0 or cfg.target_epsilon <= 0
+                  else self._solve(float(cfg.target_epsilon)))
         if self.mode == "distributed":  # a ring too small is an error before training
             self.encoding(int(self.planned_sizes.max(initial=2)))
 
@@ -210,7 +251,7 @@ _PLANS: dict[tuple[Any, ...], DPPlan] = {}
 
 def plan_for(cfg: Any, num_clients: int, dim: int) -> DPPlan:
     """The run's :class:`DPPlan` (one per distinct options, clients and dimension)."""
-    key = (cfg.dp, cfg.dp_clip, cfg.noise_multiplier, cfg.target_epsilon, cfg.dp_delta,
+    key = (cfg.dp, cfg.dp_clip, cfg.dp_noise(), cfg.target_epsilon, cfg.dp_delta,
            cfg.rounds, cfg.seed, cfg.clients_per_round, num_clients, dim,
            tuple(sorted(_sum_options(cfg).items())))
     if key not in _PLANS:
@@ -264,8 +305,10 @@ class DPAggregate:
     def _new_accountant(self) -> UserLevelAccountant:
         return UserLevelAccountant(self.cfg.dp, self.plan.rate, self.plan.curve)
 
-    def cohort(self, rt: Runtime) -> list[PartyId]:
-        cohort = rt.sample_poisson(self.plan.rate)
+    def cohort(self, rt: Runtime, among: Sequence[PartyId] | None = None) -> list[PartyId]:
+        """This round's Poisson cohort of every client, or of ``among`` (the clients that train,
+        when others only evaluate; the plan's ``num_clients`` is then ``len(among)``)."""
+        cohort = rt.sample_poisson(self.plan.rate, among)
         if len(cohort) < 2:
             raise ProtocolError(f"round {rt.round}: the Poisson sample holds {len(cohort)} "
                                 "client(s); a DP sum needs at least 2")
@@ -328,7 +371,8 @@ class DPAggregate:
         distributed = cfg.dp == "distributed"
         server = figures.get("epsilon_server_rdp") if distributed and cfg.dp_masking else None
         if plan.z <= 0:
-            guarantee = "no formal guarantee: clipping without noise (noise_multiplier 0)"
+            guarantee = ("no formal guarantee: clipping without noise "
+                         f"({cfg.NOISE_OPTION} 0)")
         elif distributed and cfg.dp_masking:
             guarantee = (
                 "user-level DP against the server and everyone else: each round's sum of "

@@ -248,9 +248,12 @@ class Runtime(ABC):
               broadcast: bool) -> dict[PartyId, Payload]:
         """:meth:`call`; ``broadcast``: every request is the same one payload."""
 
-    def sample_poisson(self, rate: float) -> list[PartyId]:
-        """This round's Poisson cohort (:func:`poisson_cohort`) from the run's public seed."""
-        return poisson_cohort(self.client_ids, rate, self.seed, self.round)
+    def sample_poisson(self, rate: float, among: Sequence[PartyId] | None = None
+                       ) -> list[PartyId]:
+        """This round's Poisson cohort (:func:`poisson_cohort`) from the run's public seed, of
+        every client or of ``among`` (a subset in client order, as :meth:`sample_clients`)."""
+        return poisson_cohort(self.client_ids if among is None else among, rate, self.seed,
+                              self.round)
 
     @abstractmethod
     def sample_clients(self, count: int, among: Sequence[PartyId] | None = None

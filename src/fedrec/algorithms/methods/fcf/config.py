@@ -8,8 +8,7 @@ from fedrec.algorithms.item_gradient import ItemGradientConfig
 from fedrec.algorithms.mf_common import implicit_option
 from fedrec.config import check_choice
 from fedrec.data.implicit import IMPLICIT_CHOICES
-from fedrec.errors import ConfigError
-from fedrec.federation.dp_sum import DPOptions
+from fedrec.federation.dp_sum import DPOptions, check_not_with_secure_aggregation
 
 
 @dataclass
@@ -22,7 +21,5 @@ class FCFConfig(ItemGradientConfig, DPOptions):
     def validate(self) -> None:
         super().validate()
         check_choice("implicit", self.implicit, IMPLICIT_CHOICES)
-        if self.dp != "none" and self.secure_aggregation:
-            raise ConfigError("dp and secure_aggregation are exclusive: dp=distributed masks "
-                              "its noised uploads with secure aggregation itself")
+        check_not_with_secure_aggregation(self)
 

@@ -62,8 +62,16 @@ sends each client's ``[dL_u/dV, dL_u/dA]`` as one vector into fedrec's secure su
 (:class:`~fedrec.federation.secure_sum.SecureSumOptions`: Bonawitz et al. or SecAgg+,
 coordinates clipped to ``secagg_clip`` = 100, which the gradients stay far below, and
 fixed-point encoded), so the server learns only the cohort's sum; the clients' losses then
-stay on the clients. Off by default (the measured runs send in clear). No differential
-privacy. Design notes and measured runs: ``docs/fl-mv-dssm.md``.
+stay on the clients. Off by default (the measured runs send in clear).
+
+``dp: distributed | central`` (:mod:`fedrec.federation.dp_sum`, beyond the paper): a client's
+round vector is the same ``[dL_u/dV, dL_u/dA]``, clipped in L2 to ``dp_clip``; cohorts are
+Poisson samples of the clients that train; the server's estimate of ``sum_u dL_u`` is the noised
+sum divided by the public expected cohort size, times the number of clients that train.
+Distributed: Skellam noise from the clients inside the secure sum, user-level DP against the
+server (``secure_aggregation`` stays false: the DP aggregate masks itself). Evaluation replies
+go to the experimenter; no loss is sent. Design notes and measured runs:
+``docs/fl-mv-dssm.md``.
 """
 
 from __future__ import annotations
@@ -97,8 +105,8 @@ def build_job_from_multiview(cfg: FedMVMFConfig, mv: MultiViewData) -> Federated
                           f"{mv.item_features.shape}")
     parts = {s: items_by_user(getattr(task, s), task.num_users)
              for s in ("train", "valid", "test")}
-    logic = MVMFClient(cfg, task.num_items)
     trainable = [u for u in range(task.num_users) if len(parts["train"][u])]
+    logic = MVMFClient(cfg, task.num_items, len(trainable), y.shape[1])
     clients, server_args = trainable, {}
     if cfg.cold_start != "none":  # new users' clients are evaluated, never trained
         clients = [u for u in range(task.num_users)
@@ -109,7 +117,8 @@ def build_job_from_multiview(cfg: FedMVMFConfig, mv: MultiViewData) -> Federated
                      MVMFClientData(parts["train"][u], parts["valid"][u], parts["test"][u],
                                     y[u].copy()))
                for u in clients]
-    return FederatedJob(server=FedMVMFServer(cfg, mv.item_features, y.shape[1], **server_args),
+    return FederatedJob(server=FedMVMFServer(cfg, mv.item_features, y.shape[1], **server_args,
+                                             num_clients=len(trainable)),
                         parties=parties, public_facts=job_facts(mv.item_features, y.shape[1]))
 
 
@@ -120,9 +129,10 @@ def build_job_from_metadata(cfg: FedMVMFConfig, dataset: Dataset) -> FederatedJo
     the nodes host, without data (each node builds its own clients' rows)."""
     z, user_feature_dim = server_inputs(deployment_facts("fed-mvmf", cfg, dataset),
                                         dataset.num_items)
-    logic = MVMFClient(cfg, dataset.num_items)
     clients = [int(u) for u in dataset.user_ids()]  # the nodes' clients, in the simulator's order
-    return FederatedJob(server=FedMVMFServer(cfg, z, user_feature_dim),
+    logic = MVMFClient(cfg, dataset.num_items, len(clients), user_feature_dim)
+    return FederatedJob(server=FedMVMFServer(cfg, z, user_feature_dim,
+                                             num_clients=len(clients)),
                         parties=[Party(u, CLIENT, logic) for u in clients])
 
 
@@ -142,7 +152,10 @@ SPEC = AlgorithmSpec(
     config_cls=FedMVMFConfig,
     dataset_kinds=("rating",),
     build_job=build_fed_mvmf_job,
-    contract=Contract(settings={"dim": 8, "clients_per_round": 16}),
+    contract=Contract(
+        settings={"dim": 8, "clients_per_round": 16},
+        dp_settings={"dp": "distributed", "noise_multiplier": 1.0, "clients_per_round": 20},
+    ),
 )
 
 __all__ = ["SPEC", "FedMVMFConfig", "FedMVMFServer", "MVMFClient", "MVMFClientData",

@@ -18,6 +18,7 @@ from fedrec.algorithms.methods.fed_mvmf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.algorithms.multiview_common import device_ranking_metrics
 from fedrec.core.codec import Payload
+from fedrec.federation.dp_sum import DPSumClient, dp_on
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secrets import PartySecret
 from fedrec.federation.secure_sum import SecureSumSteps
@@ -34,14 +35,25 @@ class MVMFClientData:
     features: np.ndarray  # the user's Y row: every user view, concatenated
 
 
+def upload_size(num_items: int, user_feature_dim: int, dim: int) -> int:
+    """Length of a client's dense upload ``[dL_u/dV, dL_u/dA]`` (row-major)."""
+    return (num_items + user_feature_dim) * dim
+
+
 class MVMFClient(SecureSumSteps, PartyLogic):
     """Every client's code: the closed-form user factor and the gradients of ``V`` and ``A``,
-    sent in clear or (``secure_aggregation``) as one dense vector into a secure sum."""
+    sent in clear or (``secure_aggregation``) as one dense vector into a secure sum, or (``dp``)
+    as that vector clipped (and noised) into the DP aggregate over the ``num_clients`` clients
+    that train (``user_feature_dim``: the width of ``Y``, which sizes the vector)."""
 
-    def __init__(self, cfg: FedMVMFConfig, num_items: int) -> None:
+    def __init__(self, cfg: FedMVMFConfig, num_items: int, num_clients: int = 0,
+                 user_feature_dim: int = 0) -> None:
         self.cfg = cfg
         self.num_items = num_items
         self.secure = cfg.sum_client()
+        self.dp = (DPSumClient(cfg, num_clients, upload_size(num_items, user_feature_dim,
+                                                             cfg.dim))
+                   if dp_on(cfg) else None)
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return {"u": torch.zeros(self.cfg.dim)}
@@ -72,11 +84,14 @@ class MVMFClient(SecureSumSteps, PartyLogic):
             loss, grad_v, grad_a = client_loss_and_gradients(
                 u, v, a, positives, y, cfg.alpha, cfg.reg, cfg.user_view_weight)
             c.state["u"] = u.float()
-            if cfg.secure_aggregation:  # the step ends with the keys; the loss stays here
-                dense = torch.cat([grad_v.ravel(), grad_a.ravel()]).numpy()
-                out.append(self.secure.advertise(c, dense, payload))
-            else:
+            if self.dp is None and not cfg.secure_aggregation:
                 out.append({"grad_v": grad_v.float(), "grad_a": grad_a.float(), "loss": loss})
+                continue
+            # One dense vector into a sum; the loss stays here. A secure sum's step ends with
+            # the keys; the DP aggregate's with the clipped (and noised) vector or the keys.
+            dense = torch.cat([grad_v.ravel(), grad_a.ravel()]).numpy()
+            out.append(self.dp.upload(c, dense, payload) if self.dp is not None
+                       else self.secure.advertise(c, dense, payload))
         return out
 
     @step(EVALUATE, cohort=True, broadcast=True)

@@ -7,14 +7,16 @@ from typing import ClassVar
 
 from fedrec.algorithms.multiview_common import MultiViewSplitConfig
 from fedrec.config import check_range, option
+from fedrec.federation.dp_sum import DPOptions, check_not_with_secure_aggregation
 from fedrec.federation.secure_sum import SecureSumOptions
 
 
 @dataclass
-class FedMVMFConfig(MultiViewSplitConfig, SecureSumOptions):
+class FedMVMFConfig(MultiViewSplitConfig, DPOptions, SecureSumOptions):
     """FL-MV-DSSM's protocol where the two share a setting (100 rounds, 100 clients a round, its
     split, latent dimension 30, Precision/Recall/NDCG@10 and AUC); the rest are FED-MVMF's and
-    FCF's own (confidence weights, L2, the server's Adam, secure aggregation off by default)."""
+    FCF's own (confidence weights, L2, the server's Adam, secure aggregation off by default),
+    and the user-level DP aggregate's (:class:`~fedrec.federation.dp_sum.DPOptions`)."""
 
     #: Without secure aggregation the server adds the raw gradients (not encodings).
     PLAIN_SUM_ENCODED: ClassVar[bool] = False
@@ -50,3 +52,4 @@ class FedMVMFConfig(MultiViewSplitConfig, SecureSumOptions):
             check_range(name, getattr(self, name), 0.0)
         check_range("lr", self.lr, 0.0, low_open=True)
         check_range("eval_devices", self.eval_devices, 0)
+        check_not_with_secure_aggregation(self)

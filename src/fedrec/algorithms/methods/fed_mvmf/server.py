@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
+from fedrec.algorithms.methods.fed_mvmf.client import upload_size
 from fedrec.algorithms.methods.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.methods.fed_mvmf.model import (
     item_factors_from_features,
@@ -20,6 +21,8 @@ from fedrec.algorithms.methods.fed_mvmf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
+from fedrec.errors import ConfigError
+from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, fixed_subset
 from fedrec.federation.secure_sum import (
@@ -46,11 +49,14 @@ class FedMVMFServer(ServerLogic):
     ``new_items`` names the catalogue's new items (public: the catalogue says which items were
     just added), which the evaluation scores with their side-information factors
     (:func:`~fedrec.algorithms.methods.fed_mvmf.model.item_factors_from_features`) instead of their
-    ``V`` rows."""
+    ``V`` rows.
+
+    ``dp``: the DP aggregate over the ``num_clients`` clients that train (those of
+    ``trainable`` when given), each client's ``[dL_u/dV, dL_u/dA]`` one clipped vector."""
 
     def __init__(self, cfg: FedMVMFConfig, item_features: np.ndarray, user_feature_dim: int,
-                 trainable: list[PartyId] | None = None, new_items: np.ndarray | None = None
-                 ) -> None:
+                 trainable: list[PartyId] | None = None, new_items: np.ndarray | None = None,
+                 num_clients: int = 0) -> None:
         self.cfg = cfg
         self.trainable = trainable
         self.new_items = torch.as_tensor(
@@ -63,6 +69,12 @@ class FedMVMFServer(ServerLogic):
         for t in (self.v, self.a, self.b):
             t.requires_grad_(True)
         self.opt = torch.optim.Adam([self.v, self.a, self.b], lr=cfg.lr)
+        self.dp = None
+        if dp_on(cfg):
+            if num_clients < 1:
+                raise ConfigError(f"dp={cfg.dp} needs at least one client with training data")
+            self.dp = DPAggregate(cfg, num_clients, upload_size(num_items, user_feature_dim,
+                                                                cfg.dim))
 
     def _broadcast(self) -> Payload:
         return {"item_factors": self.v.detach(), "user_feature_loadings": self.a.detach()}
@@ -82,22 +94,27 @@ class FedMVMFServer(ServerLogic):
         cfg = self.cfg
         # Cold start: a new user's client has nothing to train on (not in trainable).
         n_clients = len(rt.client_ids if self.trainable is None else self.trainable)
-        selected = rt.cohort(cfg.clients_per_round, among=self.trainable)
         stats: dict[str, float] = {}
-        if cfg.secure_aggregation:
-            sum_v, sum_a, count = self._secure_sum(rt, selected)
-            stats["dropped_after_keys"] = float(len(selected) - count)
+        if self.dp is not None:
+            # The noised sum over the public expected cohort, scaled to every client's.
+            mean_v, mean_a, count = self._dp_mean(rt)
+            grad_v, grad_a = n_clients * mean_v, n_clients * mean_a
         else:
-            replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN,
-                                 "if updates diverge, lower lr")
-            count = len(replies)
-            sum_v = sum(torch.as_tensor(r["grad_v"]).double() for r in replies.values())
-            sum_a = sum(torch.as_tensor(r["grad_a"]).double() for r in replies.values())
-            stats["client_loss"] = n_clients / count * sum(float(r["loss"])
-                                                           for r in replies.values())
-        # The cohort's sum, scaled to every client's: an unbiased estimate of sum_u dL_u.
-        scale = n_clients / count
-        grad_v, grad_a = scale * sum_v, scale * sum_a
+            selected = rt.cohort(cfg.clients_per_round, among=self.trainable)
+            if cfg.secure_aggregation:
+                sum_v, sum_a, count = self._secure_sum(rt, selected)
+                stats["dropped_after_keys"] = float(len(selected) - count)
+            else:
+                replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN,
+                                     "if updates diverge, lower lr")
+                count = len(replies)
+                sum_v = sum(torch.as_tensor(r["grad_v"]).double() for r in replies.values())
+                sum_a = sum(torch.as_tensor(r["grad_a"]).double() for r in replies.values())
+                stats["client_loss"] = n_clients / count * sum(float(r["loss"])
+                                                               for r in replies.values())
+            # The cohort's sum, scaled to every client's: an unbiased estimate of sum_u dL_u.
+            scale = n_clients / count
+            grad_v, grad_a = scale * sum_v, scale * sum_a
         with torch.no_grad():
             server_loss, s_v, s_a, s_b = server_loss_and_gradients(
                 self.v, self.a, self.b, self.z, cfg.reg, cfg.item_view_weight)
@@ -110,29 +127,45 @@ class FedMVMFServer(ServerLogic):
             stats["loss"] = stats.pop("client_loss") + server_loss
         return {"clients": float(count), **stats}
 
+    def _split(self, total: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """A dense upload's layout (:func:`~fedrec.algorithms.methods.fed_mvmf.client.
+        upload_size`) back into its ``V`` and ``A`` parts."""
+        flat, v_size = torch.from_numpy(total), self.v.numel()
+        return flat[:v_size].reshape(self.v.shape), flat[v_size:].reshape(self.a.shape)
+
     def _secure_sum(self, rt: Runtime, selected: list[PartyId]
                     ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The cohort's summed ``V`` and ``A`` gradients through the secure sum (the server
         sees keys, ciphertexts, masked vectors and this sum) and how many clients are in it."""
-        v_size, a_shape = self.v.numel(), self.a.shape
-        config = self.cfg.sum_config(v_size + self.a.numel(), len(selected))
+        config = self.cfg.sum_config(self.v.numel() + self.a.numel(), len(selected))
         adverts = rt.broadcast(TRAIN, selected,
                                {**self._broadcast(), **secure_sum_request(len(selected))})
         result = run_secure_sum(rt, adverts, config, step=TRAIN)
-        total = torch.from_numpy(result.total)
-        return (total[:v_size].reshape(self.v.shape), total[v_size:].reshape(a_shape),
-                len(result.survivors))
+        return (*self._split(result.total), len(result.survivors))
+
+    def _dp_mean(self, rt: Runtime) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """One round of the DP aggregate (:mod:`fedrec.federation.dp_sum`): a Poisson cohort of
+        the clients that train, the noised sum of their clipped dense gradients divided by the
+        public expected cohort size, and how many clients are in it."""
+        assert self.dp is not None
+        cohort = self.dp.cohort(rt, among=self.trainable)
+        replies = rt.broadcast(TRAIN, cohort, {**self._broadcast(), **self.dp.request(cohort)})
+        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
+        return (*self._split(expected_mean(total, self.dp.plan)), len(survivors))
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         clients = evaluated_clients(list(rt.client_ids), self.cfg.eval_devices,
                                     self.cfg.seed)
         model = {"item_factors": self.scoring_factors(),
                  "user_feature_loadings": self.a.detach()}
-        replies = rt.broadcast(EVALUATE, clients, eval_request(model, split))
+        replies = rt.broadcast(EVALUATE, clients, eval_request(model, split),
+                               sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def receives(self) -> dict[str, str]:
         vector = "the gradients of V and A from its interactions and side information"
+        if self.dp is not None:
+            return self.dp.receives(TRAIN, vector)
         if self.cfg.secure_aggregation:
             return {**receives(TRAIN, vector), EVALUATE: RANKING_EVALUATION}
         return {TRAIN: f"{vector}, each cohort client's own, in clear, with its loss",
@@ -141,8 +174,10 @@ class FedMVMFServer(ServerLogic):
     def privacy_report(self) -> dict[str, Any]:
         """No guarantee: the raw data and ``U`` stay on the clients; the gradients go in clear,
         or (``secure_aggregation``) only as the cohort's sum (no formal bound on what a sum
-        reveals)."""
+        reveals). With ``dp``, the DP aggregate's user-level report."""
         cfg = self.cfg
+        if self.dp is not None:
+            return self.dp.report()
         if cfg.secure_aggregation:
             return no_guarantee(
                 protection=protection_text(cfg.secagg_variant, cfg.secagg_threshold,
@@ -159,8 +194,11 @@ class FedMVMFServer(ServerLogic):
             secure_aggregation=False)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"v": self.v.detach().clone(), "a": self.a.detach().clone(),
-                "b": self.b.detach().clone(), "opt": copy.deepcopy(self.opt.state_dict())}
+        state = {"v": self.v.detach().clone(), "a": self.a.detach().clone(),
+                 "b": self.b.detach().clone(), "opt": copy.deepcopy(self.opt.state_dict())}
+        if self.dp is not None:
+            state["dp"] = self.dp.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         with torch.no_grad():
@@ -168,3 +206,5 @@ class FedMVMFServer(ServerLogic):
             self.a.copy_(state["a"])
             self.b.copy_(state["b"])
         self.opt.load_state_dict(state["opt"])
+        if self.dp is not None:
+            self.dp.load_state_dict(state["dp"])

@@ -8,16 +8,20 @@ from fedrec.algorithms.multiview_common import MultiViewSplitConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.data.multiview import VIEW_NAMES
 from fedrec.errors import ConfigError
+from fedrec.federation.dp_sum import DPOptionsBeside
 from fedrec.federation.secure_sum import SecureSumOptions
 
 
 @dataclass
-class FLMVDSSMConfig(MultiViewSplitConfig, SecureSumOptions):
+class FLMVDSSMConfig(MultiViewSplitConfig, DPOptionsBeside, SecureSumOptions):
     """The paper's settings (Section V-A): client SGD 0.2, batch 20, 100 clients per round,
     100 rounds; Table I's towers; Gaussian mechanism sigma 1 on the local aggregate (the
     paper's experiments). The server's Adam lr (the paper's 0.001) and ``gamma`` (the paper
     gives none) are chosen on validation (results/fl-mv-dssm-tuning); ``--preset paper`` sets
-    0.001 and our earlier 10."""
+    0.001 and our earlier 10. The user-level DP aggregate's options
+    (:class:`~fedrec.federation.dp_sum.DPOptionsBeside`: its noise multiplier is
+    ``dp_noise_multiplier``, independent of the paper's ``noise_multiplier``) apply to the
+    cross-device sum, whose unit is the device (all its views)."""
 
     rounds: int = option(100)
     eval_every: int = option(10)
@@ -71,8 +75,23 @@ class FLMVDSSMConfig(MultiViewSplitConfig, SecureSumOptions):
         if self.view_sample_size > len(self.views):
             raise ConfigError(f"view_sample_size (|B|) is {self.view_sample_size} but a device "
                               f"has {len(self.views)} views (N)")
+        if self.dp != "none":
+            check_dp_sum_switch(self.dp, self.dp_masking, self.secure_aggregation)
 
     @property
     def sampled_views(self) -> int:
         """|B|."""
         return self.view_sample_size or len(self.views)
+
+
+def check_dp_sum_switch(dp: str, masking: bool, secure_aggregation: bool) -> None:
+    """Under ``dp`` the cross-device sum is the DP aggregate's, masked exactly when
+    ``dp=distributed`` with ``dp_masking``: ``secure_aggregation`` must say the same (a
+    one-line :class:`ConfigError` otherwise), so that no setting is silently not applied."""
+    masked = dp == "distributed" and masking
+    if secure_aggregation != masked:
+        how = ("masks the noised vectors (dp_masking)" if masked else
+               "sums in clear" + (" (dp_masking=false)" if dp == "distributed" else
+                                  " (the server adds the noise)"))
+        raise ConfigError(f"dp={dp} {how}: set secure_aggregation="
+                          f"{str(masked).lower()} to match")

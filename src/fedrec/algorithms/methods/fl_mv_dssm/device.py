@@ -22,6 +22,7 @@ from fedrec.algorithms.mf_common import requested_split
 from fedrec.algorithms.multiview_common import device_ranking_metrics
 from fedrec.core.codec import Payload
 from fedrec.errors import ProtocolError
+from fedrec.federation.dp_sum import DPSumClient, dp_on
 from fedrec.federation.message import Message
 from fedrec.federation.runtime import PartyContext, PartyLogic
 from fedrec.federation.secure_sum import (
@@ -65,13 +66,17 @@ def local_secure_aggregate(updates: Sequence[torch.Tensor], sample_size: int, cl
 
 class DeviceLogic(SecureSumSteps, PartyLogic):
     """Every device's code: the local secure aggregate and its upload (a secure or plain sum
-    across devices), and the federated evaluation of Algorithm 2's ranking."""
+    across devices, or under ``dp`` the DP aggregate's: the whole vector clipped to
+    ``dp_clip``, one per device and round, over ``num_devices`` devices that train), and the
+    federated evaluation of Algorithm 2's ranking."""
 
-    def __init__(self, cfg: FLMVDSSMConfig, upload_size: int, num_items: int) -> None:
+    def __init__(self, cfg: FLMVDSSMConfig, upload_size: int, num_items: int,
+                 num_devices: int = 0) -> None:
         self.cfg = cfg
         self.upload_size = upload_size
         self.num_items = num_items
         self.secure = cfg.sum_client()
+        self.dp = DPSumClient(cfg, num_devices, upload_size) if dp_on(cfg) else None
 
     def _from_views(self, ctx: PartyContext, step_name: str) -> dict[str, Payload]:
         """The messages this device's views sent it in ``step_name`` of this round, by view
@@ -95,7 +100,9 @@ class DeviceLogic(SecureSumSteps, PartyLogic):
     def local_aggregate(self, ctx: PartyContext, payload: Payload) -> Payload:
         """Algorithm 1, lines 6-11 on the device: the local secure aggregate of the item
         updates, then (``aggregate_user_sub_model``) each view's user update beside it, as one
-        vector into the sum across devices."""
+        vector into the sum across devices (under ``dp``: the device's one clipped, and for
+        ``distributed`` noised, vector of the DP aggregate; the paper's view-level noise is in
+        it before, whatever ``dp``)."""
         cfg = self.cfg
         if REQUEST_KEY not in payload:
             raise ProtocolError(f"device {ctx.party}: request names no cohort size")
@@ -109,6 +116,8 @@ class DeviceLogic(SecureSumSteps, PartyLogic):
         if x.size != self.upload_size:
             raise ProtocolError(f"device {ctx.party}: upload of {x.size} values, expected "
                                 f"{self.upload_size}")
+        if self.dp is not None:
+            return self.dp.upload(ctx, x, payload)
         if cfg.secure_aggregation:
             return self.secure.advertise(ctx, x, payload)
         return self.secure.plain(ctx, x, payload)

@@ -23,6 +23,8 @@ from fedrec.algorithms.methods.fl_mv_dssm.view import init_user_model, view_id
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
+from fedrec.errors import ConfigError
+from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, fixed_subset
 from fedrec.federation.secure_sum import (
@@ -53,9 +55,12 @@ def model_layout(cfg: FLMVDSSMConfig, item_dim: int,
 
 
 class FLMVDSSMServer(ServerLogic):
-    """Holds the global sub-models as flat float32 vectors and Adam's moments."""
+    """Holds the global sub-models as flat float32 vectors and Adam's moments; under ``dp``, the
+    DP aggregate over the ``num_devices`` devices that train (cohorts are Poisson samples of
+    them)."""
 
-    def __init__(self, cfg: FLMVDSSMConfig, item_dim: int, view_dims: Mapping[str, int]) -> None:
+    def __init__(self, cfg: FLMVDSSMConfig, item_dim: int, view_dims: Mapping[str, int],
+                 num_devices: int = 0) -> None:
         self.cfg = cfg
         self.layout = model_layout(cfg, item_dim, view_dims)
         shapes = dssm.param_shapes(item_dim, cfg.widths)
@@ -73,6 +78,9 @@ class FLMVDSSMServer(ServerLogic):
         self.evaluations = 0
         #: The devices training cohorts are drawn from when not all are (cold start); None: all.
         self.trainable: list[int] | None = None
+        if dp_on(cfg) and num_devices < 1:
+            raise ConfigError(f"dp={cfg.dp} needs at least one device with training data")
+        self.dp = DPAggregate(cfg, num_devices, self.upload_size) if dp_on(cfg) else None
 
     @property
     def upload_size(self) -> int:
@@ -94,6 +102,8 @@ class FLMVDSSMServer(ServerLogic):
         return [view_id(int(d), n) for d in devices for n in self.cfg.views]
 
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
+        if self.dp is not None:
+            return self._dp_round(rt)
         cfg = self.cfg
         # Cold start: the held-out users' devices have nothing to train on (not in trainable).
         devices = rt.cohort(cfg.clients_per_round, among=self.trainable)
@@ -104,6 +114,20 @@ class FLMVDSSMServer(ServerLogic):
         mean = torch.from_numpy(total / max(count, 1))
         self.adam_step(mean)
         return {"clients": float(count), "update_norm": float(mean.norm())}
+
+    def _dp_round(self, rt: Runtime) -> dict[str, float]:
+        """One round through the DP aggregate (:mod:`fedrec.federation.dp_sum`): a Poisson
+        cohort of the devices that train, each device's whole upload (its views' item and user
+        changes) one clipped vector, the noised sum divided by the public expected cohort."""
+        assert self.dp is not None
+        devices = self.dp.cohort(rt, among=self.trainable)
+        rt.broadcast(VIEW_TRAIN, self.view_ids(devices), self.model())
+        replies = rt.broadcast(LOCAL_AGGREGATE, devices, self.dp.request(devices))
+        self.participations.update(replies.keys())  # their views released to their device
+        total, survivors = self.dp.aggregate(rt, replies, len(devices), step=LOCAL_AGGREGATE)
+        mean = torch.from_numpy(expected_mean(total, self.dp.plan))
+        self.adam_step(mean)
+        return {"clients": float(len(survivors)), "update_norm": float(mean.norm())}
 
     def adam_step(self, mean_update: torch.Tensor) -> None:
         """Adam (``server_lr``) with the negated mean update as the gradient, per vector."""
@@ -131,15 +155,19 @@ class FLMVDSSMServer(ServerLogic):
         devices = self.evaluated_devices(rt)
         rt.broadcast(VIEW_PREDICT, self.view_ids(devices), self.model())
         self.evaluations += 1
-        replies = rt.broadcast(EVALUATE, devices, eval_request({}, split))
+        replies = rt.broadcast(EVALUATE, devices, eval_request({}, split),
+                               sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), explicit=False)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"params": {k: v.clone() for k, v in self.params.items()},
-                "m": {k: v.clone() for k, v in self.m.items()},
-                "v": {k: v.clone() for k, v in self.v.items()}, "steps": self.steps,
-                "participations": {str(k): v for k, v in self.participations.items()},
-                "evaluations": self.evaluations}
+        state = {"params": {k: v.clone() for k, v in self.params.items()},
+                 "m": {k: v.clone() for k, v in self.m.items()},
+                 "v": {k: v.clone() for k, v in self.v.items()}, "steps": self.steps,
+                 "participations": {str(k): v for k, v in self.participations.items()},
+                 "evaluations": self.evaluations}
+        if self.dp is not None:
+            state["dp"] = self.dp.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.params = {k: v.clone() for k, v in state["params"].items()}
@@ -149,6 +177,8 @@ class FLMVDSSMServer(ServerLogic):
         self.participations = Counter({int(k): int(v)
                                        for k, v in state["participations"].items()})
         self.evaluations = int(state["evaluations"])
+        if self.dp is not None:
+            self.dp.load_state_dict(state["dp"])
 
     # -- privacy ------------------------------------------------------------------------------
     def releases(self) -> tuple[tuple[float, int] | None, tuple[float, int] | None]:
@@ -165,10 +195,48 @@ class FLMVDSSMServer(ServerLogic):
 
     def receives(self) -> dict[str, str]:
         vector = "its views' aggregated update of the user and item sub-models"
+        if self.dp is not None:
+            return self.dp.receives(LOCAL_AGGREGATE, vector)
         return {**receives(LOCAL_AGGREGATE, vector, self.cfg.secure_aggregation),
                 EVALUATE: RANKING_EVALUATION}
 
+    def view_epsilons(self) -> dict[str, float | None]:
+        """The paper's view-level figures: each view's item updates and its prediction vectors
+        (None where that release carries no noise)."""
+        train, predict = self.releases()
+        delta = self.cfg.delta
+        return {"epsilon_item_updates": None if train is None else gaussian_epsilon([train],
+                                                                                    delta),
+                "epsilon_predictions": None if predict is None else gaussian_epsilon([predict],
+                                                                                     delta)}
+
+    def view_level_report(self) -> dict[str, Any]:
+        """The paper's view-level Gaussian as its own figure beside a DP run's user-level one:
+        what protects one view against its own device and whoever reads that device's local
+        aggregate (add/remove one view's contribution), independent of ``dp``."""
+        cfg = self.cfg
+        train, predict = self.releases()
+        both = train is not None and predict is not None
+        return {"scope": "each view against its own device (the local framework) and whoever "
+                         "reads that device's local aggregate: add/remove one view's "
+                         "contribution; the paper's Gaussian, independent of dp",
+                "noise_multiplier": cfg.noise_multiplier, "clip": cfg.clip,
+                "predict_noise": cfg.predict_noise, "delta": cfg.delta,
+                "epsilon": gaussian_epsilon([train, predict], cfg.delta) if both else None,
+                "epsilon_method": GAUSSIAN_COMPOSITION,
+                "rounds_of_the_busiest_device": max(self.participations.values(), default=0),
+                "evaluations": self.evaluations, **self.view_epsilons()}
+
     def privacy_report(self) -> dict[str, Any]:
+        """The paper's view-level report; under ``dp``, the DP aggregate's user-level report
+        (the unit: a device with all its views) with the view-level one under ``view_level``."""
+        if self.dp is not None:
+            users = ("each view's user-sub-model update goes in clear to its device, and only "
+                     "inside the device's clipped vector into the DP sum"
+                     if self.cfg.aggregate_user_sub_model else
+                     "user sub-models never leave their views (SEMI-FL-MV-DSSM)")
+            return dict(self.dp.report(), view_level=self.view_level_report(),
+                        user_sub_models=users)
         cfg = self.cfg
         train, predict = self.releases()
         remote = (protection_text(cfg.secagg_variant, cfg.secagg_threshold, cfg.secagg_corrupt)
@@ -181,10 +249,7 @@ class FLMVDSSMServer(ServerLogic):
             "remote_protection": remote, "user_sub_models": users,
             "rounds_of_the_busiest_device": max(self.participations.values(), default=0),
             "evaluations": self.evaluations, "secure_aggregation": cfg.secure_aggregation,
-            "epsilon_item_updates": None if train is None else gaussian_epsilon([train],
-                                                                                cfg.delta),
-            "epsilon_predictions": None if predict is None else gaussian_epsilon([predict],
-                                                                                 cfg.delta)}
+            **self.view_epsilons()}
         if train is None or predict is None:
             unprotected = [what for what, rel in (("item-sub-model updates", train),
                                                   ("prediction probabilities", predict))
