@@ -240,33 +240,37 @@ def packaged_sections_text(algorithm: str) -> str:
         return ""
 
 
-#: The packaged measurements of what the paper's privacy setting costs where it leaves a method
-#: near chance (``fedrec reproduce defaults`` writes it: :mod:`fedrec.reproduce.defaults`).
+#: The packaged measurements a run's summary quotes (:func:`privacy_cost`): what the paper's
+#: privacy setting costs where it leaves a method near chance (``fedrec reproduce defaults``,
+#: :mod:`fedrec.reproduce.defaults`), and which mode is private and at what accuracy for a run
+#: with no DP (``fedrec reproduce privacy``, :mod:`fedrec.reproduce.privacy`). Each is written
+#: by its reproduction, never by hand.
 PRIVACY_COSTS_NAME = "privacy_costs.json"
+PRIVATE_MODES_NAME = "private_modes.json"
 
 
 def measured_privacy_costs() -> list[dict[str, Any]]:
-    """The packaged :data:`PRIVACY_COSTS_NAME` (empty when there is none)."""
-    try:
-        text = resources.files("fedrec.configs").joinpath(PRIVACY_COSTS_NAME).read_text()
-    except FileNotFoundError:
-        return []
-    costs: list[dict[str, Any]] = json.loads(text)
+    """The entries of the packaged :data:`PRIVACY_COSTS_NAME` and :data:`PRIVATE_MODES_NAME`
+    (none where a file is missing): ``algorithm``, ``dataset``, ``mechanism`` (the option values
+    a run must have for the entry to apply), ``line`` and ``command``."""
+    costs: list[dict[str, Any]] = []
+    for name in (PRIVACY_COSTS_NAME, PRIVATE_MODES_NAME):
+        try:
+            costs += json.loads(resources.files("fedrec.configs").joinpath(name).read_text())
+        except FileNotFoundError:
+            continue
     return costs
 
 
 def privacy_cost(algorithm: str, dataset: str, values: typing.Mapping[str, Any],
                  costs: typing.Sequence[typing.Mapping[str, Any]] | None = None) -> str | None:
-    """One line for a run's summary when its configuration ``values`` has a privacy setting
-    measured to leave ``algorithm`` near chance on ``dataset`` (``costs``, default
-    :func:`measured_privacy_costs`): the metric with it and without it, and the command that
-    measured them; None when nothing measured applies."""
+    """The summary line of the first measured entry (``costs``, default
+    :func:`measured_privacy_costs`) for ``algorithm`` on ``dataset`` whose ``mechanism`` the
+    configuration ``values`` has, with the command that measured it; None when none applies."""
     for c in measured_privacy_costs() if costs is None else costs:
         if (c["algorithm"], c["dataset"]) == (algorithm, dataset) and all(
                 values.get(k) == v for k, v in c["mechanism"].items()):
-            return (f"{c['label']} leaves {c['metric']} near chance here: {c['with']:.4f}, "
-                    f"against {c['without']:.4f} without it ({c['command']}); "
-                    "the DP modes are in docs/privacy.md")
+            return f"{c['line']} ({c['command']})"
     return None
 
 

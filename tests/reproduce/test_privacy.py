@@ -34,8 +34,8 @@ def test_the_runs_table_commands_parse_back_to_the_settings() -> None:
         assert parse_options(args.set, "--set") == {**spec.overrides, "seed": "S"}, spec.key
 
 
-@pytest.mark.slow  # a whole quick reproduction (8 runs of two rounds)
-def test_quick_reproduction_reports_epsilon_and_rmse(tmp_path: Path, data_root: Path, ml100k,
+@pytest.mark.slow  # a whole quick reproduction (4 or 5 runs of two rounds per method)
+def test_quick_reproduction_reports_epsilon_and_the_metric(tmp_path: Path, data_root: Path, ml100k,
                                                      one_thread_module) -> None:
     argv = ["--data-dir", str(data_root), "reproduce", "privacy", "--quick", "--out",
             str(tmp_path), "--threads", "1", "--quiet"]
@@ -44,8 +44,9 @@ def test_quick_reproduction_reports_epsilon_and_rmse(tmp_path: Path, data_root: 
     for method in METHODS:
         for e in (1, 16):  # the server-side epsilon is the target, to the solver's tolerance
             row = re.search(rf"^\| {method} \| eps-{e} \| ([\d.]+) \| ([\d.]+) \| [\d.]+ \| "
-                            r"(\d\.\d{4}) \|$", text, re.M)
+                            r"(\d\.\d{4}) \| [\d.]+ \w?i?B \| [\d.]+ \|$", text, re.M)
             assert row and float(row[1]) == pytest.approx(e, rel=0.01), (method, e)
             assert float(row[2]) < float(row[1])  # sampled: amplified for the released model
-        assert re.search(rf"^\| {method} \| none \| none \| none \| – \| \d\.\d{{4}} \|$", text,
-                         re.M)
+        assert re.search(rf"^\| {method} \| none \| none \| none \| – \| \d\.\d{{4}} \| ",
+                         text, re.M)
+        assert (tmp_path / f"{method}.png").is_file()

@@ -1,8 +1,9 @@
-"""``fedrec reproduce privacy``: the accuracy FCF and FedGNN keep at a given user-level epsilon
-against the server (issue 36; the other methods join it with their DP aggregates).
+"""``fedrec reproduce privacy``: the accuracy every method with the user-level DP aggregate keeps
+at a given epsilon against the server (issues 36 and 38): FCF and FedGNN on rating data, FedGRec
+on ranking data, FL-MV-DSSM and FED-MVMF on ML-100K's views (:data:`TARGETS`).
 
-What it runs, per dataset (ML-100K, Douban, Flixster; ``--quick``: ML-100K only, two rounds) and
-method, each at its round chosen on validation RMSE:
+What it runs, per method and each of its datasets (``--quick``: its first dataset only, two
+rounds), each run at its round chosen on validation (RMSE for rating, Recall@K for ranking):
 
 * ``dp/<method>/<dataset>/eps-E``: ``dp: distributed`` with ``target_epsilon: E`` for E in
   :data:`EPSILONS` (the server-side epsilon, delta 1e-5, solved before training over the run's
@@ -10,12 +11,16 @@ method, each at its round chosen on validation RMSE:
 * ``.../no-noise``: the same clipped aggregate without noise (``dp: central``,
   ``noise_multiplier: 0``): what clipping alone costs;
 * ``.../none``: the same model and schedule with no privacy mechanism at all;
+* ``.../paper-mechanism``: the paper's own mechanism, where it is a setting of the same run
+  (FL-MV-DSSM's sigma 1 between views);
 * on ML-100K, ``.../central-z2`` and ``.../distributed-z2``: both mechanisms at noise multiplier
   2, the trusted-aggregator reference the distributed one must match in accuracy.
 
-The DP settings of each method are chosen on ML-100K's validation RMSE at epsilon 10 among
-:data:`CANDIDATES` (one run each, seed 0, under ``OUT/runs/tune/``; the report lists every
-candidate's figure) and used unchanged on every dataset and epsilon; ``--quick`` takes each
+The DP settings of each method are chosen on its first dataset's validation metric at epsilon
+10 among its candidates (one run each, seed 0, under ``OUT/runs/tune/``; the report lists every
+candidate's figure) and used unchanged on every dataset and epsilon. That choice spends privacy
+too and is not accounted: each row's epsilon is that of its own run, the tuning runs' releases
+are not composed into it; ``--quick`` takes each
 method's first candidate without tuning. Every run samples every client in every round
 (``clients_per_round: 0``, Poisson rate 1: sampling brings no amplification against the
 server, and the fewest rounds per participation give the least noise at a given server-side
@@ -38,8 +43,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedrec import configs
+from fedrec.config import PRIVATE_MODES_NAME
+from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
-from fedrec.reproduce.report import finish_report, markdown_table, metric
+from fedrec.reproduce.report import (
+    finish_report,
+    format_bytes,
+    markdown_table,
+    metric,
+    plot,
+    train_bytes_per_round,
+)
 from fedrec.reproduce.runner import (
     Candidates,
     Choice,
@@ -54,6 +69,8 @@ COMMON = {"dp_masking": False, "secagg_threshold": 1.0, "clients_per_round": 0, 
 TUNE_EPSILON = 10.0
 _GNN = {"dim": 8, "loss_reduction": "mean", "lr_decay": 1.0, "dp_clip": 1.0}
 _GREC = {"dim": 16, "num_layers": 1, "refresh_period": 1, "rounds": 30, "eval_every": 5}
+_DSSM = {"noise_multiplier": 0.0, "secure_aggregation": False, "rounds": 50, "eval_every": 10,
+         "eval_devices": 500}
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,10 @@ class Target:
     quick: dict[str, Any] = field(default_factory=dict)
     #: Where the paper mechanism's own runs are (``{dataset}`` filled in), if anywhere.
     paper_runs: str | None = None
+    #: The paper's own mechanism run here (over the DP settings), if it is not in paper_runs.
+    paper_mechanism: dict[str, Any] | None = None
+    #: The DP aggregate's noise multiplier option (FL-MV-DSSM's own is the paper's sigma).
+    noise_option: str = "noise_multiplier"
 
     @property
     def higher_is_better(self) -> bool:
@@ -114,6 +135,22 @@ TARGETS: tuple[Target, ...] = (
     }, {"dp": "none", "secure_aggregation": False},
         {"rounds": 2, "eval_every": 1, "clients_per_round": 100, "dim": 4, "num_layers": 1,
          "user_fit_steps": 2, "user_fit_train_steps": 2}),
+    # The device is the unit (all its views). The DP rows replace the paper's view-level sigma
+    # (its own row, paper-mechanism); the unmasked DP sum requires secure_aggregation off.
+    Target("fl-mv-dssm", ("ml-100k",), "Recall@10", {
+        "c1": {**_DSSM, "dp_clip": 1.0},
+        "c0.3": {**_DSSM, "dp_clip": 0.3},
+        "c3": {**_DSSM, "dp_clip": 3.0},
+    }, {"dp": "none"}, {"rounds": 2, "eval_every": 1, "clients_per_round": 100,
+                        "eval_devices": 50},
+        paper_mechanism={"dp": "none", "noise_multiplier": 1.0},
+        noise_option="dp_noise_multiplier"),
+    Target("fed-mvmf", ("ml-100k",), "Recall@10", {
+        "c1": {"dp_clip": 1.0, "rounds": 50, "eval_every": 10},
+        "c5": {"dp_clip": 5.0, "rounds": 50, "eval_every": 10},
+        "c20": {"dp_clip": 20.0, "rounds": 50, "eval_every": 10},
+    }, {"dp": "none"}, {"rounds": 2, "eval_every": 1, "clients_per_round": 100,
+                        "eval_devices": 50}),
 )
 METHODS = tuple(t.method for t in TARGETS)
 TARGET = {t.method: t for t in TARGETS}
@@ -138,11 +175,13 @@ def plan(seeds: int, quick: bool, chosen: dict[str, dict[str, Any]] | None = Non
             rows: list[tuple[str, dict[str, Any]]] = [
                 (f"eps-{e:g}", {"dp": "distributed", "target_epsilon": e})
                 for e in (EPSILONS[::4] if quick else EPSILONS)]
-            rows += [("no-noise", {"dp": "central", "noise_multiplier": 0.0}),
-                     ("none", t.no_privacy)]
+            z = t.noise_option
+            rows += [("no-noise", {"dp": "central", z: 0.0}), ("none", t.no_privacy)]
+            if t.paper_mechanism is not None:
+                rows.append(("paper-mechanism", t.paper_mechanism))
             if dataset == "ml-100k" and not quick:
-                rows += [("distributed-z2", {"dp": "distributed", "noise_multiplier": 2.0}),
-                         ("central-z2", {"dp": "central", "noise_multiplier": 2.0})]
+                rows += [("distributed-z2", {"dp": "distributed", z: 2.0}),
+                         ("central-z2", {"dp": "central", z: 2.0})]
             specs += [RunSpec(f"dp/{t.method}/{dataset}/{name}", t.method, dataset,
                               {**base, **extra}, tuple(range(seeds)))
                       for name, extra in rows]
@@ -191,6 +230,85 @@ def _test(runs: list[dict[str, Any]], name: str) -> str:
     return f"{mean:.4f}" + (f" ({len(values)} seeds)" if len(values) > 1 else "")
 
 
+def _cost(runs: list[dict[str, Any]]) -> tuple[str, str]:
+    """Bytes of the training step per round and wall seconds per round (first seed)."""
+    if not runs:
+        return "–", "–"
+    run = runs[0]
+    return (format_bytes(train_bytes_per_round(run)),
+            f"{run['wall_time_s'] / run['config']['rounds']:.2f}")
+
+
+def _plot(out: Path, method: str, specs: list[RunSpec],
+          res: dict[str, list[dict[str, Any]]]) -> None:
+    """``OUT/METHOD.png``: the test metric against the server-side epsilon, a line per dataset,
+    the run without any mechanism dashed at the same height."""
+    target = TARGET[method]
+
+    def panel(ax: Any) -> None:
+        for dataset in target.datasets:
+            pts = []
+            for e in EPSILONS:
+                values = metric(res.get(f"dp/{method}/{dataset}/eps-{e:g}", []), target.metric)
+                if values:
+                    pts.append((e, sum(values) / len(values)))
+            if pts:
+                line = ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=dataset)
+                none = metric(res.get(f"dp/{method}/{dataset}/none", []), target.metric)
+                if none:
+                    ax.axhline(sum(none) / len(none), ls="--", color=line[0].get_color())
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("epsilon against the server (delta 1e-5)")
+        ax.set_ylabel(f"test {target.metric}")
+        ax.legend(fontsize=8)
+
+    if any(s.key.startswith(f"dp/{method}/") and res.get(s.key) for s in specs):
+        plot(out / f"{method}.png", [panel], f"{method}: accuracy against epsilon "
+             "(dashed: no mechanism)")
+
+
+#: How much a private mode may lose against the same method without noise and still be named
+#: the one to use (issue 38: 5%).
+KEEP = 0.05
+
+
+def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """For each method and dataset with its no-mechanism run: the line a run without DP quotes
+    in its summary (:func:`fedrec.config.privacy_cost`): the smallest epsilon whose test metric
+    is within :data:`KEEP` of the run without any mechanism, or what epsilon 16 costs where none
+    is."""
+    out = []
+    for t in TARGETS:
+        for dataset in t.datasets:
+            none = metric(res.get(f"dp/{t.method}/{dataset}/none", []), t.metric)
+            if not none:
+                continue
+            base = sum(none) / len(none)
+            scored = []
+            for e in EPSILONS:
+                values = metric(res.get(f"dp/{t.method}/{dataset}/eps-{e:g}", []), t.metric)
+                if values:
+                    scored.append((e, sum(values) / len(values)))
+            if not scored:
+                continue
+            kept = [(e, v) for e, v in scored
+                    if (v >= base * (1 - KEEP) if t.higher_is_better else v <= base * (1 + KEEP))]
+            head = "no user-level DP against the server in this run"
+            if kept:
+                e, v = kept[0]
+                line = (f"{head}; dp=distributed at epsilon {e:g} (the DP settings in "
+                        f"results/privacy) kept {t.metric} {v:.4f} against {base:.4f} without "
+                        "any mechanism")
+            else:
+                e, v = scored[-1]
+                line = (f"{head}; dp=distributed costs more than {KEEP:.0%} here: {t.metric} "
+                        f"{v:.4f} at epsilon {e:g} against {base:.4f} without any mechanism")
+            out.append({"algorithm": t.method, "dataset": dataset, "mechanism": {"dp": "none"},
+                        "metric": t.metric, "epsilon": e, "with": v, "without": base,
+                        "line": line, "command": "fedrec reproduce privacy"})
+    return out
+
+
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
                  quick: bool, choices: dict[str, Choice] | None = None) -> Path:
     lines = ["# User-level DP: accuracy at a given epsilon against the server", "",
@@ -208,7 +326,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
         runs = res.get(spec.key, [])
         server, released, z = _privacy_figures(runs)
         tables.setdefault((method, dataset), []).append(
-            [method, name, server, released, z, _test(runs, TARGET[method].metric)])
+            [method, name, server, released, z, _test(runs, TARGET[method].metric),
+             *_cost(runs)])
     for (method, dataset), rows in tables.items():
         pattern = TARGET[method].paper_runs
         path = Path(pattern.format(dataset=dataset)) / "results.json" if pattern else None
@@ -217,11 +336,15 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
             eps = (run.get("privacy") or {}).get("epsilon")
             rows.append([method, f"paper mechanism (`{path.parent}`)",
                          "–" if eps is None else f"{eps:.3g}", "–", "–",
-                         _test([run], TARGET[method].metric)])
+                         _test([run], TARGET[method].metric), *_cost([run])])
         lines += [f"## {method} on {dataset}", "",
                   markdown_table(["method", "setting", "epsilon (server)",
                                   "epsilon (released model)", "noise multiplier",
-                                  f"test {TARGET[method].metric}"], rows)]
+                                  f"test {TARGET[method].metric}", "train bytes / round",
+                                  "s / round"], rows)]
+    for method in dict.fromkeys(m for m, _ in tables):
+        _plot(out, method, specs, res)
+        lines += [f"![{method}]({method}.png)", ""]
     for method, choice in (choices or {}).items():
         rows = [[label, "–" if v is None else f"{v:.4f}", "chosen" if label == choice.label
                  else ""] for label, v in choice.validation.items()]
@@ -229,5 +352,10 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                   f"epsilon {TUNE_EPSILON:g}, seed 0)", "",
                   markdown_table(["candidate", f"validation {choice.select_on or 'rmse'}", ""],
                                  rows)]
+    text = json.dumps(private_modes(res), indent=1) + "\n"
+    write_atomic(out / PRIVATE_MODES_NAME, text, "the private modes")
+    if not quick:  # the packaged copy runs quote (tests/reproduce/test_defaults.py: they agree)
+        write_atomic(Path(configs.__file__).parent / PRIVATE_MODES_NAME, text,
+                     "the packaged private modes")
     trials = [t for c in (choices or {}).values() for t in c.trials]
     return finish_report(out, lines, [*trials, *specs])
