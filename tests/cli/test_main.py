@@ -430,3 +430,42 @@ def test_a_bad_client_secret_names_where_it_came_from(command: str, monkeypatch,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["fedrec: error: --client-secret: a client secret has 32 bytes (64 hex "
                    "digits), got 1"]
+
+
+# -- issue 41, item 5: a fast start ------------------------------------------------------------
+
+#: What the CLI's start must not import: each costs seconds (torch, scipy through dp-accounting)
+#: or pulls in a method.
+HEAVY = ("torch", "numpy", "scipy", "flwr", "dp_accounting", "fedrec.algorithms.base",
+         "fedrec.federation", "fedrec.experiment")
+
+_PROBE = """
+import json, sys
+from fedrec.cli.main import main
+for argv in json.loads(sys.argv[1]):
+    try:
+        main(argv)
+    except SystemExit:  # --help exits
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_help_and_the_algorithm_list_import_no_torch_and_no_method() -> None:
+    """``fedrec --help``, every subcommand's ``--help`` and ``fedrec algorithms`` import none of
+    :data:`HEAVY` and no method package (only the methods' ``meta.py``): what makes them start
+    in a fraction of a second (``bench/startup.py`` times it; this checks the cause, not the
+    clock)."""
+    from fedrec.cli.main import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    argvs = [["--help"], ["algorithms"], *([name, "--help"] for name in commands)]
+    res = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(argvs)], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert res.returncode == 0, res.stderr
+    modules = json.loads(res.stdout.splitlines()[-1])
+    assert "fedgnn " in res.stdout  # the list was printed
+    heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+    assert heavy == []
+    methods = [m for m in modules if m.startswith("fedrec.algorithms.methods.")]
+    assert methods and all(m.endswith(".meta") for m in methods), methods

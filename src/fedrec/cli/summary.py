@@ -1,13 +1,12 @@
 """What ``fedrec run`` and ``fedrec deploy`` share: the summary table they print (their options'
-flags are :mod:`fedrec.cli.options`)."""
+flags are :mod:`fedrec.cli.options`). Importing it is cheap: what the rows need is imported
+when they are made."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-
-from fedrec.reproduce.report import format_bytes
 
 if TYPE_CHECKING:
     from fedrec.rounds import RunResult
@@ -22,6 +21,8 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
     """The summary ``fedrec run`` and ``fedrec deploy`` print: the options not at their
     default and where each came from, final metrics, traffic, privacy, wall time. ``result`` is
     a :class:`~fedrec.rounds.RunResult` or its JSON form."""
+    from fedrec.reproduce.report import format_bytes
+
     r = result if isinstance(result, Mapping) else vars(result)
     totals = r["communication"].get("totals", {})
     rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),

@@ -74,8 +74,8 @@ from fedrec.engines.flower.reaper import end_processes, is_alive, note_descendan
 from fedrec.errors import ConfigError, FedrecError
 from fedrec.experiment import RESULTS_NAME, check_before_loading, check_out_dir
 from fedrec.federation.dp_sum import check_engine
-from fedrec.federation.secrets import SECRET_ENV, ClientSecrets
-from fedrec.options import RunOptions
+from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import SECRET_ENV, RunOptions
 
 if TYPE_CHECKING:
     import psutil
