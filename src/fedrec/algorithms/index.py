@@ -81,8 +81,9 @@ def _infos_of(package: str) -> tuple[MethodInfo, ...]:
 
 def _load_meta(package: str) -> ModuleType:
     """``<package>.meta``, executed from its file without running the package's
-    ``__init__.py`` (which imports the method and torch). It is registered under its own name,
-    so the package's later ``from <package>.meta import METHOD`` gets the same objects."""
+    ``__init__.py`` (which imports the method and torch). It is not registered in
+    ``sys.modules``: the package, once imported, imports its ``meta.py`` as usual (a second,
+    equal :class:`MethodInfo`); if it was imported first, that module is the one read."""
     name = f"{package}.meta"
     if name in sys.modules:
         return sys.modules[name]
@@ -93,10 +94,5 @@ def _load_meta(package: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None  # a .py file that exists
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
+    spec.loader.exec_module(module)
     return module
