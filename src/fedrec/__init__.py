@@ -3,7 +3,9 @@
 The Python API (:mod:`fedrec.api`) is here at the top level: ``fedrec.load_dataset``,
 ``fedrec.make_config``, ``fedrec.run`` (and its ``fedrec.RunOptions``), ``fedrec.read_results``,
 ``fedrec.compare``, ``fedrec.plot_curves``. They are imported on first use, so ``import fedrec``
-stays cheap.
+stays cheap. ``fedrec.run`` sets torch's threads for the call as ``fedrec run`` does
+(:func:`fedrec.core.threads.set_threads`: ``threads=``, by default half the cores, at least
+one; one on Flower, as ``fedrec deploy``) and restores the count it found when it returns.
 """
 
 from __future__ import annotations

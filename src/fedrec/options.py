@@ -31,16 +31,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedrec.errors import ConfigError
-from fedrec.federation.secrets import ClientSecrets
 
 if TYPE_CHECKING:
     import torch
+
+    from fedrec.federation.secrets import ClientSecrets
 
 #: The engines a run can execute on: fedrec's in-process simulator, or Flower.
 ENGINES = ("simulator", "flower")
 #: How a deployment's SuperNodes run ClientApps: ``warm``, one long-lived process per SuperNode;
 #: ``subprocess``, Flower's default, a process per message.
 EXECUTORS = ("warm", "subprocess")
+#: The environment variable that may hold the experimenter's root (hex) for ``fedrec run`` and
+#: ``fedrec deploy`` (the ``client_secret`` option's fallback); a deployment does not pass it on
+#: to its processes.
+SECRET_ENV = "FEDREC_CLIENT_SECRET"
 
 
 def _doc(help: str, engine: str | None = None, type: type | None = None) -> dict[str, Any]:
@@ -119,6 +124,9 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         if isinstance(self.client_secret, str):  # hex, as the CLI and fedrec.run take it
+            # Imported here: the CLI builds its flags from this module without torch.
+            from fedrec.federation.secrets import ClientSecrets
+
             object.__setattr__(self, "client_secret", ClientSecrets.from_hex(self.client_secret))
         self.validate()
 

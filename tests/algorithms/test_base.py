@@ -7,6 +7,7 @@ import torch
 
 from fedrec.algorithms import ALGORITHMS
 from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer, FederatedTrainer
+from fedrec.algorithms.index import MethodInfo
 from fedrec.algorithms.methods.fcf import FCFConfig, build_fcf_job
 from fedrec.config import build_config
 from fedrec.engines.common import slice_users
@@ -28,6 +29,17 @@ def test_a_spec_builds_a_trainer_or_a_job_exactly_one():
         _spec(build=_central, build_job=build_fcf_job)
     assert _spec(build_job=build_fcf_job).federated
     assert not _spec(build=_central).federated
+
+
+def test_a_spec_of_a_method_info_takes_its_description_and_must_agree_on_federated():
+    info = MethodInfo("x", "a summary", "a paper", ("rating",), federated=True)
+    spec = AlgorithmSpec.of(info, config_cls=FCFConfig, build_job=build_fcf_job)
+    assert (spec.name, spec.summary, spec.paper, spec.dataset_kinds) == (
+        "x", "a summary", "a paper", ("rating",))
+    assert spec.info == info
+    with pytest.raises(TypeError, match=r"its MethodInfo says federated=True, its spec gives "
+                                        r"build$"):
+        AlgorithmSpec.of(info, config_cls=FCFConfig, build=_central)
 
 
 def test_a_federated_spec_runs_its_job_in_the_simulator(ml100k):

@@ -471,3 +471,40 @@ def test_a_run_without_out_goes_to_runs_and_a_finished_out_is_refused(
                       data_root=ml100k_root)
     assert replaced.returncode == 0, replaced.stderr
     assert json.loads((folder / "results.json").read_text())["config"]["seed"] == 1
+
+
+# -- issue 41, item 5: a fast start ------------------------------------------------------------
+
+#: What the CLI's start must not import: each costs seconds (torch, scipy through dp-accounting)
+#: or pulls in a method.
+HEAVY = ("torch", "numpy", "scipy", "flwr", "dp_accounting", "fedrec.algorithms.base",
+         "fedrec.federation", "fedrec.experiment")
+
+_PROBE = """
+import json, sys
+from fedrec.cli.main import main
+for argv in json.loads(sys.argv[1]):
+    try:
+        main(argv)
+    except SystemExit:  # --help exits
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_help_and_the_algorithm_list_import_no_torch_and_no_method() -> None:
+    """``fedrec --help``, every subcommand's ``--help`` and ``fedrec algorithms`` import none of
+    :data:`HEAVY` and no method package: what makes them start in a fraction of a second
+    (``bench/startup.py`` times it; this checks the cause, not the clock)."""
+    from fedrec.cli.main import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    argvs = [["--help"], ["algorithms"], *([name, "--help"] for name in commands)]
+    res = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(argvs)], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert res.returncode == 0, res.stderr
+    modules = json.loads(res.stdout.splitlines()[-1])
+    assert "fedgnn " in res.stdout  # the list was printed
+    assert [m for m in modules if m.startswith(HEAVY)] == []
+    # The list read each package's meta.py from its file, importing no package.
+    assert [m for m in modules if m.startswith("fedrec.algorithms.methods.")] == []

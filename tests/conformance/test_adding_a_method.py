@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms import ALGORITHMS, AlgorithmSpec
+from fedrec.algorithms import ALGORITHMS, AlgorithmSpec, method_index
 from fedrec.algorithms.base import RATING_EVALUATION, FederatedJob, ServerLogic
+from fedrec.algorithms.index import MethodInfo
 from fedrec.algorithms.mf_common import eval_request, requested_split
 from fedrec.config import RunConfig, check_range, option
 from fedrec.core.codec import Payload
@@ -35,6 +36,12 @@ from . import (
 )
 
 NAME = "fedavg-mf-example"
+
+# -- meta.py ---------------------------------------------------------------------------------
+
+METHOD = MethodInfo(name=NAME, summary="FedAvg of an MF item table (a test's example)",
+                    paper="none: docs/adding-a-method.md's example", dataset_kinds=("rating",),
+                    federated=True)
 
 # -- config.py -------------------------------------------------------------------------------
 
@@ -136,21 +143,25 @@ def build_job(cfg: FedAvgMFConfig, ds: RatingDataset, device: torch.device) -> F
     return FederatedJob(MFServer(cfg, ds.num_items), parties=parties)
 
 
-SPEC = AlgorithmSpec(name=NAME, summary="FedAvg of an MF item table (a test's example)",
-                     paper="none: docs/adding-a-method.md's example", config_cls=FedAvgMFConfig,
-                     dataset_kinds=("rating",), build_job=build_job)
+SPEC = AlgorithmSpec.of(METHOD, config_cls=FedAvgMFConfig, build_job=build_job)
 
 # -- the suite, on it --------------------------------------------------------------------------
 
 
 @pytest.fixture
 def registered(monkeypatch):
-    """The example in the registry, as its package in ``fedrec.algorithms.methods`` would be."""
+    """The example in the index and the registry, as its package in
+    ``fedrec.algorithms.methods`` would be (its ``meta.py`` and its ``__init__.py``)."""
+    monkeypatch.setitem(method_index(), NAME, METHOD)
     monkeypatch.setitem(ALGORITHMS, NAME, SPEC)
 
 
 @pytest.mark.usefixtures("registered", "single_thread")
-def test_a_minimal_method_passes_the_conformance_suite(data_root, tmp_path) -> None:
+def test_a_minimal_method_passes_the_conformance_suite(data_root, tmp_path, capsys) -> None:
+    from fedrec.cli.main import main
+
+    assert main(["algorithms"]) == 0
+    assert METHOD.line() in capsys.readouterr().out.splitlines()
     test_privacy_boundary.test_changing_one_partys_data_changes_only_its_messages(
         NAME, 0.3, {}, data_root)
     test_public_meta.test_the_server_builds_from_public_metadata(NAME, data_root)

@@ -1,14 +1,15 @@
 """Registration cannot be forgotten: every package in ``fedrec.algorithms.methods`` is a
 registered method, documented (``docs/<package>.md``), and every federated one is in the
-conformance suite with a contract on a dataset of its kind; the CLI's lists come from the
-registries."""
+conformance suite with a contract on a dataset of its kind; the methods' index (read from the
+packages' ``meta.py`` without importing them) is exactly what the specs say; the CLI's lists
+come from the registries."""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 
-from fedrec.algorithms import ALGORITHMS, AlgorithmSpec, method_packages
+from fedrec.algorithms import ALGORITHMS, AlgorithmSpec, method_index, method_packages
 from fedrec.data.catalog import get_spec
 from fedrec.reproduce import REPRODUCTIONS
 
@@ -35,6 +36,13 @@ def test_every_method_package_is_registered_and_documented() -> None:
         page = DOCS / f"{module_name.rsplit('.', 1)[1].replace('_', '-')}.md"
         assert page.is_file(), f"{module_name} has no docs page {page.name}"
     assert sorted(registered) == sorted(ALGORITHMS)
+
+
+def test_the_index_is_what_the_specs_say() -> None:
+    """The index ``fedrec algorithms`` prints cannot drift from the specs that runs use: the
+    same methods, in the same order, each with the same name, summary, paper, dataset kinds
+    and kind (federated or not)."""
+    assert list(method_index().values()) == [spec.info for spec in ALGORITHMS.values()]
 
 
 def test_every_federated_method_is_in_the_conformance_suite() -> None:

@@ -54,8 +54,8 @@ from fedrec.engines.flower.deploy import (
     node_roots,
 )
 from fedrec.engines.flower.node import node_share
-from fedrec.federation.secrets import SECRET_ENV, ClientSecrets
-from fedrec.options import RunOptions
+from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import SECRET_ENV, RunOptions
 
 pytestmark = pytest.mark.slow  # real Flower deployments (SuperLink + SuperNode processes)
 

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from fedrec.algorithms.contract import Contract
+from fedrec.algorithms.index import MethodInfo
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset, check_split
 from fedrec.federation.ledger import CommunicationLedger
@@ -283,6 +284,26 @@ class AlgorithmSpec:
         if (self.build is None) == (self.build_job is None):
             raise TypeError(f"algorithm {self.name!r}: give build (a centralized trainer) or "
                             "build_job (a federated job), exactly one")
+
+    @classmethod
+    def of(cls, info: MethodInfo, **rest: Any) -> AlgorithmSpec:
+        """The spec of the method ``info`` describes (its package's ``meta.py``, which the
+        methods' index reads without importing the package): its name, summary, paper and
+        dataset kinds from ``info``, everything else from ``rest``. TypeError when ``info``
+        says federated and ``rest`` gives no ``build_job``, or the other way round."""
+        spec = cls(name=info.name, summary=info.summary, paper=info.paper,
+                   dataset_kinds=info.dataset_kinds, **rest)
+        if spec.federated != info.federated:
+            raise TypeError(f"algorithm {info.name!r}: its MethodInfo says federated="
+                            f"{info.federated}, its spec gives "
+                            f"{'build_job' if spec.federated else 'build'}")
+        return spec
+
+    @property
+    def info(self) -> MethodInfo:
+        """What the methods' index lists for this spec (:mod:`fedrec.algorithms.index`)."""
+        return MethodInfo(self.name, self.summary, self.paper, self.dataset_kinds,
+                          self.federated)
 
     @property
     def federated(self) -> bool:

@@ -31,7 +31,7 @@ from fedrec.cli.options import (
     run_options_of,
 )
 from fedrec.cli.outdir import out_dir_for
-from fedrec.cli.summary import format_bytes, summary_rows, table
+from fedrec.cli.summary import summary_rows, table
 from fedrec.options import EXECUTORS
 
 
@@ -71,6 +71,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     import torch
 
     from fedrec.engines.flower.deploy import deploy
+    from fedrec.reproduce.report import format_bytes
 
     torch.set_num_threads(1)
     # One set of options, and so one client root, for the deployment and, with --compare, the

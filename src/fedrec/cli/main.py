@@ -141,10 +141,10 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_algorithms(args: argparse.Namespace) -> int:
-    from fedrec.algorithms import ALGORITHMS
+    from fedrec.algorithms.index import method_index
 
-    for spec in ALGORITHMS.values():
-        print(f"{spec.name:12s} {spec.summary}  [{'/'.join(spec.dataset_kinds)}]")
+    for info in method_index().values():  # the packages' meta.py: no method, no torch imported
+        print(info.line())
     return 0
 
 

@@ -12,8 +12,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from fedrec.federation.secrets import SECRET_ENV
-from fedrec.options import RunOptions, option_field
+from fedrec.options import SECRET_ENV, RunOptions, option_field
 
 if TYPE_CHECKING:
     from fedrec.federation.secrets import ClientSecrets

@@ -1,13 +1,12 @@
 """What ``fedrec run`` and ``fedrec deploy`` share: the summary table they print (their options'
-flags are :mod:`fedrec.cli.options`)."""
+flags are :mod:`fedrec.cli.options`). Importing it is cheap: what the rows need is imported
+when they are made."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-
-from fedrec.reproduce.report import format_bytes
 
 if TYPE_CHECKING:
     from fedrec.rounds import RunResult
@@ -23,6 +22,8 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
     their default and where each came from, the data read (:func:`data_rows`), the reported
     round's test metrics with the last round's beside them (:func:`metric_rows`), traffic,
     privacy, wall time. ``result`` is a :class:`~fedrec.rounds.RunResult` or its JSON form."""
+    from fedrec.reproduce.report import format_bytes
+
     r = result if isinstance(result, Mapping) else vars(result)
     totals = r["communication"].get("totals", {})
     rows = [("algorithm", r["algorithm"]), ("dataset", r["dataset"]),
@@ -79,6 +80,8 @@ def data_rows(data: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     options and validation split; the counts."""
     if not data:
         return []
+    from fedrec.reproduce.report import format_bytes
+
     rows = [("data", f"{data['given']}: {data.get('loader') or 'loader not stated'}")]
     if not data.get("files"):
         rows.append(("data files", str(data.get("origin"))))

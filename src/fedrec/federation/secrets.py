@@ -41,9 +41,6 @@ import torch
 from fedrec.errors import ConfigError
 
 ROOT_BYTES = 32
-#: The environment variable that may hold the experimenter's root (hex) for ``fedrec run`` and
-#: ``fedrec deploy``; a deployment does not pass it on to its processes.
-SECRET_ENV = "FEDREC_CLIENT_SECRET"
 _MASK63 = (1 << 63) - 1
 
 

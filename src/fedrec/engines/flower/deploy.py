@@ -85,8 +85,8 @@ from fedrec.experiment import (
     write_atomic,
 )
 from fedrec.federation.dp_sum import check_engine
-from fedrec.federation.secrets import SECRET_ENV, ClientSecrets
-from fedrec.options import RunOptions
+from fedrec.federation.secrets import ClientSecrets
+from fedrec.options import SECRET_ENV, RunOptions
 
 if TYPE_CHECKING:
     import psutil

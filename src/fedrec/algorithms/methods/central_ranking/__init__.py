@@ -45,6 +45,7 @@ from fedrec.algorithms.methods.central_ranking.config import (
     NeuMFConfig,
     NGCFConfig,
 )
+from fedrec.algorithms.methods.central_ranking.meta import LIGHTGCN, NEUMF, NGCF
 from fedrec.algorithms.methods.central_ranking.trainer import CentralRankingTrainer
 from fedrec.data.types import Dataset
 from fedrec.errors import ConfigError
@@ -72,30 +73,20 @@ def central_ranking_builder(
 
 
 SPECS = (
-    AlgorithmSpec(
-        name="lightgcn",
-        summary="centralized LightGCN on PTF-FedRec's split (no federation, no privacy)",
-        paper="He et al., LightGCN: Simplifying and Powering Graph Convolution Network for "
-        "Recommendation, SIGIR 2020",
+    AlgorithmSpec.of(
+        LIGHTGCN,
         config_cls=CentralRankingConfig,
-        dataset_kinds=("rating", "interaction"),
-        build=central_ranking_builder("lightgcn"),
+        build=central_ranking_builder(LIGHTGCN.name),
     ),
-    AlgorithmSpec(
-        name="ngcf",
-        summary="centralized NGCF on PTF-FedRec's split (no federation, no privacy)",
-        paper="Wang et al., Neural Graph Collaborative Filtering, SIGIR 2019",
+    AlgorithmSpec.of(
+        NGCF,
         config_cls=NGCFConfig,
-        dataset_kinds=("rating", "interaction"),
-        build=central_ranking_builder("ngcf"),
+        build=central_ranking_builder(NGCF.name),
     ),
-    AlgorithmSpec(
-        name="neumf",
-        summary="centralized NeuMF on PTF-FedRec's split (no federation, no privacy)",
-        paper="He et al., Neural Collaborative Filtering, WWW 2017",
+    AlgorithmSpec.of(
+        NEUMF,
         config_cls=NeuMFConfig,
-        dataset_kinds=("rating", "interaction"),
-        build=central_ranking_builder("neumf"),
+        build=central_ranking_builder(NEUMF.name),
     ),
 )
 

@@ -54,6 +54,7 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fcf.client import FCFClient
 from fedrec.algorithms.methods.fcf.config import FCFConfig
+from fedrec.algorithms.methods.fcf.meta import METHOD
 from fedrec.algorithms.methods.fcf.server import FCFServer
 from fedrec.data.implicit import as_implicit
 from fedrec.data.partition import partition_by_user
@@ -72,12 +73,9 @@ def build_fcf_job(cfg: FCFConfig, dataset: Dataset, device: torch.device) -> Fed
     )
 
 
-SPEC = AlgorithmSpec(
-    name="fcf",
-    summary="federated collaborative filtering: user factors stay on the device",
-    paper="Ammad-ud-din et al., Federated Collaborative Filtering, arXiv:1901.09888",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FCFConfig,
-    dataset_kinds=("rating", "interaction"),
     build_job=build_fcf_job,
     contract=Contract(
         boundary_variants=({"implicit": "per-user"},),

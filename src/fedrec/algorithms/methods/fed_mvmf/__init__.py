@@ -84,6 +84,7 @@ from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fed_mvmf.client import MVMFClient, MVMFClientData
 from fedrec.algorithms.methods.fed_mvmf.config import FedMVMFConfig
 from fedrec.algorithms.methods.fed_mvmf.facts import job_facts, server_inputs
+from fedrec.algorithms.methods.fed_mvmf.meta import METHOD
 from fedrec.algorithms.methods.fed_mvmf.server import FedMVMFServer
 from fedrec.algorithms.multiview_common import deployment_facts, items_by_user, multiview_of
 from fedrec.data.multiview import MultiViewData, new_items
@@ -143,14 +144,9 @@ def build_fed_mvmf_job(cfg: FedMVMFConfig, dataset: Dataset,
     return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
 
 
-SPEC = AlgorithmSpec(
-    name="fed-mvmf",
-    summary="federated multi-view matrix factorisation: FCF plus user and item side "
-            "information with shared factors",
-    paper="Flanagan et al., Federated Multi-view Matrix Factorization for Personalized "
-          "Recommendations, arXiv:2004.04256 (2020)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FedMVMFConfig,
-    dataset_kinds=("rating",),
     build_job=build_fed_mvmf_job,
     contract=Contract(
         settings={"dim": 8, "clients_per_round": 16},

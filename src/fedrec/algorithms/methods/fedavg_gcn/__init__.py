@@ -22,6 +22,7 @@ from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedavg_gcn.client import GCNHost, host_id
 from fedrec.algorithms.methods.fedavg_gcn.config import FedAvgGCNConfig
 from fedrec.algorithms.methods.fedavg_gcn.memory import fedavg_gcn_memory
+from fedrec.algorithms.methods.fedavg_gcn.meta import METHOD
 from fedrec.algorithms.methods.fedavg_gcn.server import FedAvgGCNServer
 from fedrec.data import GraphDataset, partition_graph
 from fedrec.data.types import Dataset, is_metadata_only
@@ -46,13 +47,9 @@ def build_fedavg_gcn_job(cfg: FedAvgGCNConfig, ds: Dataset, device: torch.device
     return FederatedJob(FedAvgGCNServer(cfg, ds.num_features, ds.num_classes), parties=parties)
 
 
-SPEC = AlgorithmSpec(
-    name="fedavg-gcn",
-    summary="FedAvg of a 2-layer GCN over hosts holding node subsets of a graph",
-    paper="McMahan et al., AISTATS 2017 over Kipf & Welling's GCN, ICLR 2017 (the weight-"
-    "sharing baseline of Feras)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FedAvgGCNConfig,
-    dataset_kinds=("graph",),
     build_job=build_fedavg_gcn_job,
     memory_estimate=fedavg_gcn_memory,
     contract=Contract(dataset="cora", max_users=None,

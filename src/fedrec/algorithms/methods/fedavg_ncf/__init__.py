@@ -31,6 +31,7 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedavg_ncf.client import FedAvgNCFClient
 from fedrec.algorithms.methods.fedavg_ncf.config import FedAvgNCFConfig, server_param_names
+from fedrec.algorithms.methods.fedavg_ncf.meta import METHOD
 from fedrec.algorithms.methods.fedavg_ncf.server import FedAvgNCFServer
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.data.partition import partition_by_user
@@ -47,13 +48,9 @@ def build_fedavg_ncf_job(cfg: FedAvgNCFConfig, dataset: Dataset,
                                                 FedAvgNCFClient(cfg, ds.num_items)))
 
 
-SPEC = AlgorithmSpec(
-    name="fedavg-ncf",
-    summary="FedAvg over NeuMF: PTF-FedRec's parameter-transmission baseline",
-    paper="McMahan et al., Communication-Efficient Learning of Deep Networks from "
-    "Decentralized Data, AISTATS 2017 (baseline of Yuan et al., ICDE 2024)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FedAvgNCFConfig,
-    dataset_kinds=("rating", "interaction"),
     build_job=build_fedavg_ncf_job,
     contract=Contract(settings={"local_epochs": 1}),
 )

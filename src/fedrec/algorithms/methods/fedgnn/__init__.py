@@ -64,6 +64,7 @@ from fedrec.algorithms.methods.fedgnn.config import (
     ldp_mechanism,
     ring_bound,
 )
+from fedrec.algorithms.methods.fedgnn.meta import METHOD
 from fedrec.algorithms.methods.fedgnn.server import FedGNNServer
 from fedrec.algorithms.methods.fedgnn.third_party import FedGNNThirdParty
 from fedrec.algorithms.mf_common import scale_midpoint
@@ -100,13 +101,9 @@ def build_fedgnn_job(cfg: FedGNNConfig, dataset: Dataset, device: torch.device) 
         clients, client, {THIRD_PARTY: (FedGNNThirdParty(cfg.neighbours), None)}))
 
 
-SPEC = AlgorithmSpec(
-    name="fedgnn",
-    summary="federated GNN: pseudo items, local DP, third-party graph expansion",
-    paper="Wu et al., FedGNN: Federated Graph Neural Network for Privacy-Preserving "
-    "Recommendation, KDD 2021 (arXiv:2102.04925)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FedGNNConfig,
-    dataset_kinds=("rating",),
     build_job=build_fedgnn_job,
     instruments=fedgnn_instruments,
     contract=Contract(

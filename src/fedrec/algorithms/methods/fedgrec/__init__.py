@@ -116,6 +116,7 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedgrec.client import FedGRecClient
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
+from fedrec.algorithms.methods.fedgrec.meta import METHOD
 from fedrec.algorithms.methods.fedgrec.server import FedGRecServer
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.data.partition import partition_by_user
@@ -131,14 +132,9 @@ def build_fedgrec_job(cfg: FedGRecConfig, dataset: Dataset,
                                                 FedGRecClient(cfg, ds.num_items, ds.num_users)))
 
 
-SPEC = AlgorithmSpec(
-    name="fedgrec",
-    summary="federated LightGCN: latent embeddings as the graph's proxy, updated lazily through "
-            "secure sums",
-    paper="Luo et al., FedGRec: Federated Graph Recommender System with Lazy Update of Latent "
-          "Embeddings, FL-NeurIPS 2022 (arXiv:2210.13686)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FedGRecConfig,
-    dataset_kinds=("rating", "interaction"),
     build_job=build_fedgrec_job,
     contract=Contract(
         settings={"dim": 8, "num_layers": 1, "refresh_period": 2, "local_steps": 2,

@@ -58,6 +58,7 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedmf.client import FedMFClient
 from fedrec.algorithms.methods.fedmf.config import UPLOAD_MODES, FedMFConfig
+from fedrec.algorithms.methods.fedmf.meta import METHOD
 from fedrec.algorithms.methods.fedmf.server import FedMFServer
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset, RatingDataset
@@ -73,13 +74,9 @@ def build_fedmf_job(cfg: FedMFConfig, dataset: Dataset, device: torch.device) ->
     )
 
 
-SPEC = AlgorithmSpec(
-    name="fedmf",
-    summary="FCF with Paillier-encrypted item updates: the server only adds ciphertexts",
-    paper="Chai et al., Secure Federated Matrix Factorization, IEEE Intelligent Systems "
-    "2020 (arXiv:1906.05108)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FedMFConfig,
-    dataset_kinds=("rating",),
     build_job=build_fedmf_job,
     contract=Contract(
         settings={"key_bits": 512, "clients_per_round": 3, "dim": 4, "upload": "part"},

@@ -62,6 +62,7 @@ from fedrec.algorithms.methods.feras.aggregator import FerasAggregator
 from fedrec.algorithms.methods.feras.config import SCHEDULES, FerasConfig
 from fedrec.algorithms.methods.feras.host import NAME, FerasHost, host_id
 from fedrec.algorithms.methods.feras.memory import feras_memory
+from fedrec.algorithms.methods.feras.meta import METHOD
 from fedrec.algorithms.methods.feras.server import FerasServer
 from fedrec.attacks.attribute_inference import AttributeInferenceAttack
 from fedrec.data import assign_private_nodes, feras_host_views
@@ -105,13 +106,9 @@ def build_feras_job(cfg: FerasConfig, ds: Dataset, device: torch.device) -> Fede
     return FederatedJob(server, parties=parties)
 
 
-SPEC = AlgorithmSpec(
-    name=NAME,
-    summary="federated GCN over hosts that share node embeddings (after layer 1) and weights "
-            "through an aggregation server",
-    paper="Feras: Federated Graph-based Networks with Shared Embedding (GraphSAINT sampler)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FerasConfig,
-    dataset_kinds=("graph",),
     build_job=build_feras_job,
     instruments=feras_instruments,
     memory_estimate=feras_memory,

@@ -29,6 +29,7 @@ import torch
 from fedrec.algorithms.gcn_common import make_saint_sampler
 from fedrec.algorithms.methods.feras import model
 from fedrec.algorithms.methods.feras.config import FerasConfig
+from fedrec.algorithms.methods.feras.meta import METHOD
 from fedrec.algorithms.methods.feras.steps import (
     AVERAGE_EMBEDDINGS,
     AVERAGE_WEIGHTS,
@@ -51,7 +52,7 @@ from fedrec.federation.steps import step
 from fedrec.metrics.classification import f1_micro
 from fedrec.models import gcn
 
-NAME = "feras"
+NAME = METHOD.name
 
 
 def host_id(index: int) -> str:

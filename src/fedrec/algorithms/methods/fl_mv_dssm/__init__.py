@@ -85,6 +85,7 @@ from fedrec.algorithms.methods.fl_mv_dssm.device import (
     DeviceLogic,
     local_secure_aggregate,
 )
+from fedrec.algorithms.methods.fl_mv_dssm.meta import METHOD
 from fedrec.algorithms.methods.fl_mv_dssm.server import FLMVDSSMServer, training_accountant
 from fedrec.algorithms.methods.fl_mv_dssm.view import VIEW, ViewData, ViewLogic, view_id
 from fedrec.algorithms.multiview_common import (
@@ -155,14 +156,9 @@ def build_fl_mv_dssm_job(cfg: FLMVDSSMConfig, dataset: Dataset,
     return build_job_from_multiview(cfg, multiview_of(cfg, dataset))
 
 
-SPEC = AlgorithmSpec(
-    name="fl-mv-dssm",
-    summary="federated multi-view DSSM: isolated views per device, Gaussian noise between "
-            "views, secure aggregation across devices (SEMI and FL-DSSM by options)",
-    paper="Huang et al., A Federated Multi-View Deep Learning Framework for Privacy-Preserving "
-          "Recommendations, arXiv:2008.10808 (2020)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=FLMVDSSMConfig,
-    dataset_kinds=("rating",),
     build_job=build_fl_mv_dssm_job,
     contract=Contract(
         settings={"widths": (8, 4), "clients_per_round": 8, "eval_devices": 12,

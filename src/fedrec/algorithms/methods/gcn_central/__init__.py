@@ -20,11 +20,12 @@ import torch
 
 from fedrec.algorithms.base import AlgorithmSpec
 from fedrec.algorithms.gcn_common import GCNNodeConfig, GCNNodeTrainer
+from fedrec.algorithms.methods.gcn_central.meta import METHOD
 from fedrec.config import option
 from fedrec.data.types import Dataset
 from fedrec.models import gcn
 
-NAME = "gcn-central"
+NAME = METHOD.name
 
 
 @dataclass
@@ -55,13 +56,9 @@ def build_gcn_central(cfg: GCNCentralConfig, dataset: Dataset, device: torch.dev
     return GCNCentralTrainer(cfg, dataset, device)
 
 
-SPEC = AlgorithmSpec(
-    name=NAME,
-    summary="full-batch centralized 2-layer GCN for node classification (no federation)",
-    paper="Kipf & Welling, Semi-Supervised Classification with Graph Convolutional Networks, "
-    "ICLR 2017",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=GCNCentralConfig,
-    dataset_kinds=("graph",),
     build=build_gcn_central,
 )
 

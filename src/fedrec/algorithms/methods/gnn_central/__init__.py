@@ -35,6 +35,7 @@ from torch.func import vmap
 
 from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer
 from fedrec.algorithms.gnn_common import GNNModelConfig
+from fedrec.algorithms.methods.gnn_central.meta import METHOD
 from fedrec.algorithms.mf_common import rating_unit, scale_midpoint
 from fedrec.config import check_range, option
 from fedrec.core.rng import torch_generator
@@ -189,11 +190,8 @@ def build_gnn_central(cfg: GNNCentralConfig, dataset: Dataset, device: torch.dev
     return GNNCentralTrainer(cfg, dataset, device)
 
 
-SPEC = AlgorithmSpec(
-    name="gnn-central",
-    summary="FedGNN's model trained centrally (no federation, no privacy)",
-    paper="Wu et al., KDD 2021 (the centralized counterpart of FedGNN's model)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=GNNCentralConfig,
-    dataset_kinds=("rating",),
     build=build_gnn_central,
 )

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.base import AlgorithmSpec, CentralizedTrainer
+from fedrec.algorithms.methods.pmf.meta import METHOD
 from fedrec.algorithms.mf_common import (
     MFConfig,
     SplitRanking,
@@ -139,11 +140,8 @@ def build_pmf(cfg: PMFConfig, dataset: Dataset, device: torch.device) -> PMFTrai
     return PMFTrainer(cfg, as_implicit(dataset, cfg.implicit), device)
 
 
-SPEC = AlgorithmSpec(
-    name="pmf",
-    summary="centralized matrix factorisation (no federation, no privacy)",
-    paper="Salakhutdinov & Mnih, Probabilistic Matrix Factorization, NIPS 2007",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=PMFConfig,
-    dataset_kinds=("rating", "interaction"),
     build=build_pmf,
 )

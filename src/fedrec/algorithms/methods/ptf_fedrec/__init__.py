@@ -33,6 +33,7 @@ from fedrec.algorithms.base import AlgorithmSpec, FederatedJob
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.ptf_fedrec.client import PTFClient, swap_top_scores
 from fedrec.algorithms.methods.ptf_fedrec.config import DEFENSES, DISPERSALS, PTFFedRecConfig
+from fedrec.algorithms.methods.ptf_fedrec.meta import METHOD
 from fedrec.algorithms.methods.ptf_fedrec.server import PTFServer
 from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ncf_common import implicit_split
@@ -70,13 +71,9 @@ def build_ptf_fedrec_job(cfg: PTFFedRecConfig, dataset: Dataset,
                                                         PTFClient(cfg, ds.num_items)))
 
 
-SPEC = AlgorithmSpec(
-    name="ptf-fedrec",
-    summary="parameter transmission-free: only (item, score) pairs cross the network",
-    paper="Yuan et al., Hide Your Model: A Parameter Transmission-free Federated "
-    "Recommender System, ICDE 2024",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=PTFFedRecConfig,
-    dataset_kinds=("rating", "interaction"),
     build_job=build_ptf_fedrec_job,
     instruments=ptf_instruments,
     contract=Contract(

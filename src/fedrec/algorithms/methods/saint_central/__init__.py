@@ -43,13 +43,14 @@ from fedrec.algorithms.gcn_common import (
     SaintSamplerConfig,
     make_saint_sampler,
 )
+from fedrec.algorithms.methods.saint_central.meta import METHOD
 from fedrec.config import check_choice, check_range, option
 from fedrec.core.rng import torch_generator
 from fedrec.data.sampling import CsrGraph, Sampler, estimate_normalization
 from fedrec.data.types import Dataset
 from fedrec.models import gcn
 
-NAME = "saint-central"
+NAME = METHOD.name
 SAMPLERS = SAINT_SAMPLERS
 
 
@@ -116,13 +117,9 @@ def build_saint_central(cfg: SaintCentralConfig, dataset: Dataset, device: torch
     return SaintCentralTrainer(cfg, dataset, device)
 
 
-SPEC = AlgorithmSpec(
-    name=NAME,
-    summary="centralized GraphSAINT: minibatch GCN on sampled subgraphs, every attribute visible",
-    paper="Zeng et al., GraphSAINT: Graph Sampling Based Inductive Learning Method, ICLR 2020 "
-    "(Feras's centralized upper bound)",
+SPEC = AlgorithmSpec.of(
+    METHOD,
     config_cls=SaintCentralConfig,
-    dataset_kinds=("graph",),
     build=build_saint_central,
 )
 
