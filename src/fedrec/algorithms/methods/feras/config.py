@@ -56,7 +56,8 @@ class FerasConfig(SaintSamplerConfig):
                                        "Gaussian noise sigma*C, node-attribute DP of the "
                                        "uploads (share_at=projection only; replaces "
                                        "embedding_noise; the weights stay uncovered)")
-    embedding_clip: float = option(1.0, "embedding_dp: C, the L2 bound of an uploaded row")
+    embedding_clip: float = option(0.1, "embedding_dp: C, the L2 bound of an uploaded row (the "
+                                          "order of a row's norm at initialisation on Cora)")
     embedding_noise_multiplier: float = option(0.0, "embedding_dp: sigma, noise std / C "
                                                     "(0: solved from embedding_target_epsilon)")
     embedding_target_epsilon: float = option(0.0, "embedding_dp: epsilon of a private node's "
