@@ -146,9 +146,11 @@ def _attack_text(metrics: dict[str, float] | None) -> str:
     if not metrics:
         return ("the AS's attribute inference: not measured; run with --set attack=true "
                 "(AUC, chance 0.5)")
-    shown = ", ".join(f"{k.removeprefix('attack_auc_')} {v:.3f}" for k, v in sorted(
-        metrics.items()) if k.startswith("attack_auc_private"))
-    return f"the AS's attribute inference: AUC on private nodes {shown} (chance 0.5)"
+    auc = {rule: metrics.get(f"attack_auc_private_{rule}", float("nan"))
+           for rule in ("inversion", "decoder", "prior")}
+    return (f"the AS's attribute inference: AUC on private nodes: inversion "
+            f"{auc['inversion']:.3f}, decoder {auc['decoder']:.3f} (chance 0.5; the word-"
+            f"frequency prior, which reads no upload, {auc['prior']:.3f})")
 
 
 def privacy_report(cfg: FerasConfig, leakage: str,

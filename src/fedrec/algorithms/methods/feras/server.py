@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.methods.feras import dp
 from fedrec.algorithms.methods.feras.config import FerasConfig
 from fedrec.algorithms.methods.feras.steps import (
     AVERAGE_EMBEDDINGS,
@@ -21,7 +22,6 @@ from fedrec.core.codec import Payload
 from fedrec.data.types import check_split
 from fedrec.federation.message import AGGREGATOR, PartyId
 from fedrec.federation.runtime import Observer, Runtime
-from fedrec.algorithms.methods.feras import dp
 
 
 class FerasServer(ServerLogic):
