@@ -119,7 +119,8 @@ def config_source_rows(config: Mapping[str, Any],
 def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The summary's privacy lines (:mod:`fedrec.privacy.report`): the whole-run epsilon where
     there is a formal guarantee, else "no formal guarantee" and what protects the data; the
-    measured attack F1 of every part that has no guarantee."""
+    measured attack F1 of every part that has no guarantee (its text where it has no F1); the
+    epsilon of every part with one, named for that part (e.g. Feras's embedding uploads)."""
     from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
 
     eps, how = run_epsilon(privacy)
@@ -144,10 +145,14 @@ def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
     for label, part in parts:
         if part.get("guarantee") == NO_GUARANTEE and part is not privacy:
             rows.append((label.rstrip(": "), NO_GUARANTEE))
+        elif part is not privacy and part.get("epsilon") is not None:
+            delta = f" at delta {part['delta']:.4g}" if part.get("delta") is not None else ""
+            rows.append((f"{label}epsilon", f"{part['epsilon']:.4g}{delta}"
+                         + (f" ({part['epsilon_method']})" if "epsilon_method" in part else "")))
         if "measured_attack" in part:
             f1 = part.get("measured_attack_f1")
             name = str(part["measured_attack"]).split(" ")[0]
-            rows.append((f"{label}measured attack F1",
+            rows.append((f"{label}measured attack" + (" F1" if f1 is not None else ""),
                          f"{f1:.3f} ({name})" if f1 is not None else str(part["measured_attack"])
                          .split(": ", 1)[-1]))
     return rows

@@ -44,9 +44,10 @@ embeddings of every node, and each host scores its visible nodes of the split; t
 ``accuracy`` (``f1_micro`` on a multi-label graph) is the mean over hosts, the paper's "mean of
 all hosts' score".
 
-Guarantee: none formal (:meth:`FerasServer.privacy_report`). The AS never receives an attribute
-or a label, but it receives first-layer embeddings and first-layer weights, from which it may
-infer attributes.
+Guarantee: none formal (:meth:`FerasServer.privacy_report`); ``embedding_dp = node`` bounds the
+embedding uploads per private node, given the weights (:mod:`.dp`), never the weights. The AS
+never receives an attribute or a label, but it receives first-layer embeddings and first-layer
+weights, from which it may infer attributes.
 """
 
 from __future__ import annotations

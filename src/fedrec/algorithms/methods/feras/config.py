@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedrec.algorithms.gcn_common import SaintSamplerConfig
+from fedrec.algorithms.methods.feras import dp
 from fedrec.config import check_choice, check_clients, check_range, option
 from fedrec.errors import ConfigError
 
@@ -14,6 +15,8 @@ SCHEDULES = ("sequential", "synchronous")
 SHARING = ("embeddings+weights", "weights", "none")
 #: What a host shares of a node: its first layer's output H1 (p = 1) or the projection X W1.
 SHARE_POINTS = ("layer", "projection")
+#: The embedding uploads' calibrated mode: none, or node-attribute DP (:mod:`.dp`).
+EMBEDDING_DP = ("none", "node")
 
 
 @dataclass
@@ -48,6 +51,18 @@ class FerasConfig(SaintSamplerConfig):
                            absent="layer")
     embedding_noise: float = option(0.03, "defence: std of the Gaussian noise a host adds to "
                                           "every embedding it uploads (0: none, the paper's)")
+    embedding_dp: str = option("none", "node: every uploaded projection row clipped to "
+                                       "embedding_clip (L2) and the private ones given "
+                                       "Gaussian noise sigma*C, node-attribute DP of the "
+                                       "uploads (share_at=projection only; replaces "
+                                       "embedding_noise; the weights stay uncovered)")
+    embedding_clip: float = option(0.1, "embedding_dp: C, the L2 bound of an uploaded row (the "
+                                          "order of a row's norm at initialisation on Cora)")
+    embedding_noise_multiplier: float = option(0.0, "embedding_dp: sigma, noise std / C "
+                                                    "(0: solved from embedding_target_epsilon)")
+    embedding_target_epsilon: float = option(0.0, "embedding_dp: epsilon of a private node's "
+                                                  "uploads over the run; solves sigma")
+    embedding_delta: float = option(1e-5, "embedding_dp: delta of that epsilon")
     attack: bool = option(False, "run the AS's attribute-inference attack on the last "
                                  "round's evaluation uploads (metrics only)")
     attack_targets: int = option(300, "attack: at most this many private and public target "
@@ -76,6 +91,11 @@ class FerasConfig(SaintSamplerConfig):
         check_choice("share_at", self.share_at, SHARE_POINTS)
         check_range("embedding_noise", self.embedding_noise, 0.0)
         check_range("attack_targets", self.attack_targets, 1)
+        check_choice("embedding_dp", self.embedding_dp, EMBEDDING_DP)
+        check_range("embedding_clip", self.embedding_clip, 0.0, low_open=True)
+        check_range("embedding_noise_multiplier", self.embedding_noise_multiplier, 0.0)
+        check_range("embedding_target_epsilon", self.embedding_target_epsilon, 0.0)
+        dp.check(self)
 
     @property
     def shares_embeddings(self) -> bool:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from fedrec.algorithms.gcn_common import make_saint_sampler
-from fedrec.algorithms.methods.feras import model
+from fedrec.algorithms.methods.feras import dp, model
 from fedrec.algorithms.methods.feras.config import FerasConfig
 from fedrec.algorithms.methods.feras.meta import METHOD
 from fedrec.algorithms.methods.feras.steps import (
@@ -181,7 +181,8 @@ class FerasHost(PartyLogic):
         """What the host shares of its nodes: ``H1`` (the paper's p = 1), or ``P`` with
         ``share_at = projection``."""
         if self.cfg.share_at == "projection":
-            return model.project(params, x, rate, generator)
+            shares = model.project(params, x, rate, generator)
+            return dp.clip_rows(self.cfg, shares) if self.cfg.embedding_dp != "none" else shares
         return model.first_layer(params, adj, x, rate, generator)
 
     def _second_input(self, params: dict[str, torch.Tensor], adj: torch.Tensor,
@@ -198,7 +199,13 @@ class FerasHost(PartyLogic):
         if not self.cfg.shares_embeddings:
             return own
         averages = self._averages(ctx, nodes, self.cfg.hidden)
-        return None if averages is None else model.shared(own, *averages)
+        if averages is None:
+            return None
+        received, has = averages
+        if self.cfg.embedding_dp != "none":  # its own rows of the nodes it sees (module dp)
+            view: HostView = ctx.data
+            has = has & ~torch.from_numpy(view.visible_mask()[nodes.numpy()])
+        return model.shared(own, received, has)
 
     def _features(self, view: HostView, nodes: torch.Tensor | None) -> torch.Tensor:
         return gcn.row_normalized(view.features(None if nodes is None else nodes.numpy()))
@@ -218,10 +225,14 @@ class FerasHost(PartyLogic):
         """What goes to the AS: the node ids, the visible ones among them and their embeddings
         (nothing of an unseen node: its embedding was computed from zero attributes), with
         ``embedding_noise`` Gaussian noise drawn from the host's secret (the round, the step
-        and ``key``)."""
+        and ``key``), or with ``embedding_dp`` the calibrated noise of :mod:`.dp` instead."""
         local = torch.from_numpy(np.flatnonzero(seen))
         emb = h1[local].detach().clone()
-        if self.cfg.embedding_noise > 0:
+        if self.cfg.embedding_dp != "none":  # calibrated noise on the private rows (module dp)
+            view: HostView = ctx.data
+            private = np.isin(nodes[local].numpy(), view.private_ids)
+            emb = dp.upload_noise(self.cfg, emb, private, ctx.generator("embedding_dp", *key))
+        elif self.cfg.embedding_noise > 0:
             noise = torch.randn(emb.shape, generator=ctx.generator("embedding_noise", *key))
             emb = emb + self.cfg.embedding_noise * noise
         return Routed({AGGREGATOR: {"nodes": nodes.clone(), "seen": nodes[local].clone(),

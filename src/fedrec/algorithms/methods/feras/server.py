@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fedrec.algorithms.base import ServerLogic
+from fedrec.algorithms.methods.feras import dp
 from fedrec.algorithms.methods.feras.config import FerasConfig
 from fedrec.algorithms.methods.feras.steps import (
     AVERAGE_EMBEDDINGS,
@@ -21,7 +22,6 @@ from fedrec.core.codec import Payload
 from fedrec.data.types import check_split
 from fedrec.federation.message import AGGREGATOR, PartyId
 from fedrec.federation.runtime import Observer, Runtime
-from fedrec.privacy.report import no_guarantee
 
 
 class FerasServer(ServerLogic):
@@ -29,6 +29,7 @@ class FerasServer(ServerLogic):
         self.cfg = cfg
         self.metric = "f1_micro" if multilabel else "accuracy"  # equal on single-label nodes
         self.attack: AttributeInferenceAttack | None = None
+        self.attack_metrics: dict[str, float] | None = None  # the last round's, in this process
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
         """The experimenter's attribute-inference ``attack`` (:func:`feras_instruments`), an
@@ -92,7 +93,8 @@ class FerasServer(ServerLogic):
         score = sum(float(r["f1_micro"]) for r in scored) / len(scored)
         out = {self.metric: score, "eval_clients": float(len(scored))}
         if self.attack is not None and request["split"] == "test" and rt.round == self.cfg.rounds:
-            out.update(self.attack.summary())  # on the last round's uploads only (its cost)
+            self.attack_metrics = self.attack.summary()  # on the last round's uploads only
+            out.update(self.attack_metrics)
         return out
 
     def state_dict(self) -> dict[str, Any]:
@@ -107,12 +109,14 @@ class FerasServer(ServerLogic):
                 EVALUATE: "each host's metric counts on its own nodes of the split"}
 
     def privacy_report(self) -> dict[str, Any] | None:
+        """No formal guarantee for the run; with ``embedding_dp``, the embedding uploads'
+        (epsilon, delta) per private node and the weights' status (:func:`.dp.privacy_report`),
+        with the AS's attack where it ran."""
         seen = {"embeddings+weights": "each host's first-layer embeddings of the visible nodes "
                                       "it sampled (hence which sampled nodes it sees) and, every "
                                       "q iterations, its weights",
                 "weights": "each host's weights every q iterations",
                 "none": "nothing"}[self.cfg.share]
-        return no_guarantee(
-            protection="node attributes and labels stay on their host",
-            leakage=f"the aggregation server sees {seen}; the orchestrator sees losses and "
-                    "scores")
+        return dp.privacy_report(
+            self.cfg, f"the aggregation server sees {seen}; the orchestrator sees losses and "
+                      "scores", self.attack_metrics)
