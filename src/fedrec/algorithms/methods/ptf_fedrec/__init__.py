@@ -93,6 +93,7 @@ SPEC = AlgorithmSpec(
     instruments=ptf_instruments,
     contract=Contract(
         settings={"local_epochs": 1, "server_epochs": 1},
+        boundary_variants=({"upload_dp": "gaussian", "defense": "none", "upload_noise": 1.0},),
         boundary_tolerance=1e-5,
         boundary_tolerance_reason="the simulator trains a cohort's local models in one stack "
         "padded to its widest client: another client's data changes the padding, and float32 "
