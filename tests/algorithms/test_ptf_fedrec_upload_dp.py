@@ -3,9 +3,9 @@ errors, its draws, the one-run audit, and a small ML-100K run where the attacks 
 
 from __future__ import annotations
 
+import itertools
 import math
 
-import numpy as np
 import pytest
 import torch
 
@@ -41,7 +41,7 @@ def _cfg(**over) -> PTFFedRecConfig:
 def test_epsilon_grows_with_uploads_as_the_composed_gaussian(z: float):
     plan = UploadPlan(items=100, noise_multiplier=z, delta=1e-5, rounds=20)
     eps = [plan.epsilon(n) for n in (1, 2, 5, 20)]
-    assert all(a < b for a, b in zip(eps, eps[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(eps))
     for n, e in zip((1, 2, 5, 20), eps, strict=True):
         # Closed form: n Gaussian releases of multiplier z are one of multiplier z / sqrt(n)
         # (mu-GDP), whose exact (epsilon, delta) is Balle and Wang's.
@@ -160,7 +160,7 @@ def dp_run(ml100k):
 
 
 def test_a_dp_run_uploads_noised_scores_on_its_own_random_items(dp_run):
-    cfg, trainer, tap, stats, metrics = dp_run
+    _, trainer, tap, stats, metrics = dp_run
     ups = [m for m in tap if m.receiver == SERVER]
     assert ups and {m.step for m in ups} == {"train"}
     for m in ups:
@@ -180,7 +180,7 @@ def test_a_dp_run_uploads_noised_scores_on_its_own_random_items(dp_run):
 
 
 def test_a_dp_run_reports_its_epsilon_and_the_attacks_at_chance(dp_run):
-    cfg, trainer, tap, stats, metrics = dp_run
+    cfg, trainer, _, _, _ = dp_run
     rep = trainer.privacy_report()
     most = max(trainer.job.server.participations.values())
     assert rep["participations_max"] == most <= cfg.rounds

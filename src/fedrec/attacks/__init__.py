@@ -8,7 +8,7 @@ from fedrec.attacks.rated_items import RatedItemsAttack, guess_rated_items
 from fedrec.attacks.top_guess import TopGuessAttack, top_guess
 
 __all__ = [
-    "AttributeInferenceAttack", "CrossRoundAttack", "CrossUploadAttack", "MaliciousViewAttack", "NullUpdates",
-    "RatedItemsAttack", "TopGuessAttack",
+    "AttributeInferenceAttack", "CrossRoundAttack", "CrossUploadAttack", "MaliciousViewAttack",
+    "NullUpdates", "RatedItemsAttack", "TopGuessAttack",
     "guess_rated_items", "top_guess",
 ]

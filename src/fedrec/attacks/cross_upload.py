@@ -23,9 +23,10 @@ id and the sum ``S_i`` of their scores. Statistics (higher: more likely a positi
 
 The guess is the top ``k`` ids, ties broken by a public pseudo-random order of the ids
 (:func:`fedrec.core.rng.counter_uniform` of the id; breaking them by id would bring in the
-catalogue's id order, on ML-100K correlated with popularity: a prior, not a leak); ``k = round(n / (1 + assumed_ratio))`` with ``n`` the distinct
-ids kept (the public negative ratio: every positive and fixed negative is eventually uploaded),
-or, with ``assumed_ratio=None``, the size of the truth (granted).
+catalogue's id order, a prior and not a leak: ML-100K's items 1-199 have 152 ratings on
+average, items 1000-1682 have 11); ``k = round(n / (1 + assumed_ratio))`` with ``n`` the
+distinct ids kept (the public negative ratio: every positive and fixed negative is eventually
+uploaded), or, with ``assumed_ratio=None``, the size of the truth (granted).
 
 Scores: set F1 (:func:`fedrec.metrics.classification.set_precision_recall_f1`) against the
 client's positives (``truth="interactions"``) or the positives among the ids kept

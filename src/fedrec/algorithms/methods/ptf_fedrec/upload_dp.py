@@ -23,11 +23,12 @@ for an attacker alike), and they are never tied.
 Guarantee (computed in :meth:`UploadPlan.accountant`): the ids' distribution is the same for
 every data of the user, so they carry no privacy loss; for two data of one user, ``s`` and
 ``s'`` lie in ``[0, 1]^m``, so ``||s - s'||_2 <= sqrt(m) = Δ₂`` (the sigmoid is the clipping):
-each upload is a Gaussian mechanism of noise multiplier ``z`` (Balle & Wang 2018). A user's uploads are an adaptive composition (each round's model depends on
-dispersals that depend on earlier uploads); a user with ``n`` uploads is protected by the
-``n``-fold composition, which is exactly a Gaussian mechanism of multiplier ``z / sqrt(n)``
-(``mu``-GDP with ``mu = sqrt(n) / z``: Dong, Roth & Su 2022), whose exact (ε, δ) is Balle and
-Wang's (:func:`composed_epsilon`). The report accounts for the most-participating client with
+each upload is a Gaussian mechanism of noise multiplier ``z`` (Balle & Wang 2018). A user's
+uploads are an adaptive composition (each round's model depends on dispersals that depend on
+earlier uploads); a user with ``n`` uploads is protected by the ``n``-fold composition, which
+is exactly a Gaussian mechanism of multiplier ``z / sqrt(n)`` (``mu``-GDP with ``mu = sqrt(n) /
+z``: Dong, Roth & Su 2022), whose exact (ε, δ) is Balle and Wang's (:func:`composed_epsilon`).
+The report accounts for the most-participating client with
 :func:`fedrec.privacy.accounting.worst_client_accountant` (PLD, RDP; the smaller is reported,
 PLD, which matches the closed form); no amplification by sampling: the server knows who
 uploaded. ``target_epsilon`` solves ``z`` before training for ``rounds`` uploads (at most one
