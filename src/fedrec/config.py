@@ -553,7 +553,11 @@ def _resolve(
     unknown = sorted(set(values) - names)
     if unknown:
         valid = ", ".join(sorted(names))
-        raise ConfigError(f"unknown option(s) {', '.join(unknown)} for {algorithm}; valid: {valid}")
+        own = sorted(n for n in names if n.endswith("_dp"))  # a method's own DP mode
+        hint = (f"; {algorithm} has no DP aggregate (dp)"
+                + (f", its DP mode is {', '.join(own)}" if own else "")) if "dp" in unknown else ""
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)} for {algorithm}{hint}; "
+                          f"valid: {valid}")
     kwargs = {k: _coerce(k, v, hints[k]) for k, v in values.items()}
     try:
         cfg = cls(**kwargs)

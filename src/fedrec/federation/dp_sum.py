@@ -157,17 +157,27 @@ def check_not_with_secure_aggregation(cfg: Any) -> None:
                           "its noised uploads with secure aggregation itself")
 
 
+def _dp_mode(cfg: Any) -> str | None:
+    """``"dp=..."`` or ``"upload_dp=..."`` in a DP run -- the DP aggregate or a method's local
+    DP mechanism (PTF-FedRec's ``upload_dp``) --, else None."""
+    if dp_on(cfg):
+        return f"dp={cfg.dp}"
+    local = getattr(cfg, "upload_dp", "none")
+    return None if local == "none" else f"upload_dp={local}"
+
+
 def evaluation_sender(cfg: Any) -> PartyId:
-    """Who asks for (and receives) a client-side evaluation: the server, or in a DP run the
-    experimenter (module docstring)."""
-    return EXPERIMENTER if dp_on(cfg) else SERVER
+    """Who asks for (and receives) a client-side evaluation: the server, or in a DP run (the
+    DP aggregate or a method's local DP mechanism) the experimenter (module docstring)."""
+    return EXPERIMENTER if _dp_mode(cfg) else SERVER
 
 
 def check_engine(cfg: Any, engine: str) -> None:
     """A one-line :class:`ConfigError` for a DP run on an engine without an experimenter's
     channel (every engine but the simulator, for now)."""
-    if dp_on(cfg) and engine != "simulator":
-        raise ConfigError(f"dp={cfg.dp} runs on the simulator only: the {engine} engine has no "
+    mode = _dp_mode(cfg)
+    if mode and engine != "simulator":
+        raise ConfigError(f"{mode} runs on the simulator only: the {engine} engine has no "
                           "channel for the experimenter's evaluation (the server must not "
                           "receive it)")
 

@@ -14,10 +14,18 @@ the server, each client's NeuMF stays on the device, and the parties exchange on
 3. ``disperse`` (server -> clients): ``alpha`` items per client with the server's scores,
    confident and hard items (``dispersal`` selects the paper's ablations).
 
-Guarantee: none formal. Every client draw is a counter-based function of the client's secret key
-(never of the public seed, which would let the server replay it); the top-guess attack's F1
-measured on the server's inbox is the privacy report's figure. Evaluation ranks the hidden model
-with the experimenter's instruments (:func:`ptf_instruments`) and each client's own NeuMF.
+Guarantee: with ``upload_dp: gaussian``, user-level (ε, δ)-DP of all of a client's uploads
+against the server: each upload is the client model's scores on a uniform random item sample
+plus Gaussian noise, composed over its uploads (stated and accounted in
+:mod:`~fedrec.algorithms.methods.ptf_fedrec.upload_dp`; it replaces ``defense``, which must be
+``none``). Otherwise none formal. Every client draw is a counter-based function of the client's
+secret key (never of the public seed, which would let the server replay it). In every case the
+privacy report's measured figure is the cross-upload attack's F1
+(:class:`~fedrec.attacks.cross_upload.CrossUploadAttack`: the server keeps all of a client's
+uploads and discounts the items it dispersed to it), with the single-upload top-guess F1 beside
+it. Evaluation ranks the hidden model with the experimenter's instruments
+(:func:`ptf_instruments`) and each client's own NeuMF (under ``upload_dp`` its replies go to the
+experimenter, never the server).
 
 Design notes, defaults, costs and where the code follows the authors' code rather than the
 paper: ``docs/ptf-fedrec.md``.
@@ -37,6 +45,7 @@ from fedrec.algorithms.methods.ptf_fedrec.meta import METHOD
 from fedrec.algorithms.methods.ptf_fedrec.server import PTFServer
 from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ncf_common import implicit_split
+from fedrec.attacks.cross_upload import CrossUploadAttack
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.data.partition import partition_by_user
 from fedrec.data.types import Dataset
@@ -46,15 +55,18 @@ from fedrec.federation.runtime import declare_parties
 def ptf_instruments(cfg: PTFFedRecConfig, dataset: Dataset) -> dict[str, Any]:
     """The experimenter's instruments (:attr:`~fedrec.algorithms.base.AlgorithmSpec.instruments`)
     built from the ratings: ``score_oracle`` (a :class:`SplitRanking` of the split, ranking the
-    hidden model) and, with ``attack``, the top-guess ``attack`` with each client's positives as
-    the truth it is scored against. Neither is read by any protocol step."""
+    hidden model) and, with ``attack``, the single-upload top-guess ``attack`` and the
+    ``cross_attack`` over all of a client's uploads, each client's positives the truth they are
+    scored against. None is read by any protocol step."""
     ds = implicit_split(dataset, cfg)
     out: dict[str, Any] = {}
     if cfg.attack:
         clients = partition_by_user(ds)
+        positives = {u: c.train_items for u, c in clients.items()}
         ratio = float(cfg.num_negatives) if cfg.attack_k == "ratio" else None
-        out["attack"] = TopGuessAttack({u: c.train_items for u, c in clients.items()},
-                                       assumed_ratio=ratio, truth=cfg.attack_truth)
+        out["attack"] = TopGuessAttack(positives, assumed_ratio=ratio, truth=cfg.attack_truth)
+        out["cross_attack"] = CrossUploadAttack(positives, assumed_ratio=ratio,
+                                                truth=cfg.attack_truth)
     out["score_oracle"] = SplitRanking(ds, (cfg.topk,))
     return out
 
@@ -78,6 +90,7 @@ SPEC = AlgorithmSpec.of(
     instruments=ptf_instruments,
     contract=Contract(
         settings={"local_epochs": 1, "server_epochs": 1},
+        boundary_variants=({"upload_dp": "gaussian", "defense": "none", "upload_noise": 1.0},),
         boundary_tolerance=1e-5,
         boundary_tolerance_reason="the simulator trains a cohort's local models in one stack "
         "padded to its widest client: another client's data changes the padding, and float32 "

@@ -11,6 +11,7 @@ import torch
 
 from fedrec.algorithms.methods.ptf_fedrec.config import PTFFedRecConfig
 from fedrec.algorithms.methods.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
+from fedrec.algorithms.methods.ptf_fedrec.upload_dp import release, sample_items, upload_plan
 from fedrec.algorithms.mf_common import requested_split
 from fedrec.algorithms.ncf_common import CohortFit, NeuMFCohort, rank_within
 from fedrec.core.codec import Payload
@@ -59,6 +60,7 @@ class PTFClient(PartyLogic):
         self.cfg = cfg
         self.num_items = num_items
         self.cohort = NeuMFCohort(cfg, num_items)  # local training and evaluation
+        self.plan = upload_plan(cfg, num_items)  # the formal mechanism (None: upload_dp none)
 
     def init_state(self, party: int, data: Any, secret: PartySecret) -> dict[str, Any]:
         return self.cohort.init_state(data, secret)
@@ -94,6 +96,8 @@ class PTFClient(PartyLogic):
 
     def _uploads(self, ctxs: Sequence[PartyContext], fit: CohortFit) -> list[Payload]:
         """Each client's upload after its local training (module doc: ``defense``)."""
+        if self.plan is not None:
+            return self._dp_uploads(ctxs, fit)
         cfg, num = self.cfg, len(ctxs)
         clients, pos, rnd = fit.clients, fit.positives, fit.round
         rnd_c = torch.tensor(rnd)
@@ -153,6 +157,27 @@ class PTFClient(PartyLogic):
                 "n_swap": int(n_swap[i]), "non_positives": negs[i],
             }
             out.append({"items": up_items[o].clone(), "scores": scores[o].float().clone()})
+        return out
+
+    def _dp_uploads(self, ctxs: Sequence[PartyContext], fit: CohortFit) -> list[Payload]:
+        """``upload_dp``: each client's noised scores on its own uniform item sample
+        (:mod:`~fedrec.algorithms.methods.ptf_fedrec.upload_dp`, which states the guarantee)."""
+        plan, num, n_items = self.plan, len(ctxs), self.num_items
+        assert plan is not None
+        local, items = sample_items(fit.clients, fit.round, n_items, plan.items)
+        # Rows of the sampled items: the trained ones, else each client's initial rows.
+        keys = torch.unique(torch.cat([fit.keys, local * n_items + items]))
+        table = self.cohort.item_table(ctxs, keys, self.cohort.secret_rows)
+        raw = torch.sigmoid(self.cohort.logits(fit.params, table, keys, local, items, num))
+        scores = release(raw, fit.clients[local], fit.round, items, plan.sigma)
+        out: list[Payload] = []
+        for i, (it, rw, sc) in enumerate(zip(items.split(plan.items), raw.split(plan.items),
+                                             scores.split(plan.items), strict=True)):
+            ctxs[i].state["last_upload"] = {  # private bookkeeping, never sent
+                "items": it, "raw_scores": rw, "scores": sc,
+                "is_pos": torch.from_numpy(np.isin(it.numpy(), ctxs[i].data.train_items)),
+            }
+            out.append({"items": it.clone(), "scores": sc.clone()})
         return out
 
     # -- evaluation ------------------------------------------------------------------------

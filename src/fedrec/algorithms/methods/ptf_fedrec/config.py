@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fedrec.algorithms.methods.ptf_fedrec.upload_dp import UPLOAD_DP, check_upload_dp
 from fedrec.algorithms.ncf_common import NCFClientConfig
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
@@ -47,6 +48,18 @@ class PTFFedRecConfig(NCFClientConfig):
     gamma_range: tuple[float, ...] = option((1.0, 4.0), "negatives per uploaded positive, drawn "
                                                         "per client and round")
     ldp_scale: float = option(0.1, "Laplace scale on scores (defense: ldp)")
+    # The formal mechanism (ptf_fedrec.upload_dp): user-level DP against the server.
+    upload_dp: str = option("none", "none | gaussian: each upload is the client model's scores "
+                                    "on upload_items random catalogue items plus Gaussian "
+                                    "noise, user-level (epsilon, delta)-DP against the server "
+                                    "(needs defense none)")
+    upload_items: int = option(100, "upload_dp: items per upload (m), drawn uniformly from the "
+                                    "catalogue")
+    upload_noise: float = option(0.0, "upload_dp: noise multiplier z, sigma = z sqrt(m) (0: "
+                                      "solved from target_epsilon)")
+    target_epsilon: float = option(0.0, "upload_dp: user-level epsilon over the run's uploads "
+                                        "against the server; solves upload_noise")
+    dp_delta: float = option(1e-5, "upload_dp: delta of every epsilon reported")
     attack: bool = option(True, "run the top-guess attack on uploads (metrics only)")
     attack_k: str = option("ratio", "ratio: k = n_up / (1 + num_negatives) | oracle: the true "
                                     "number of positives")
@@ -73,6 +86,11 @@ class PTFFedRecConfig(NCFClientConfig):
         check_range("swap_rate", self.swap_rate, 0.0, 1.0)
         check_range("mess_dropout", self.mess_dropout, 0.0, 0.99)
         check_range("ldp_scale", self.ldp_scale, 0.0)
+        check_choice("upload_dp", self.upload_dp, UPLOAD_DP)
+        check_range("upload_items", self.upload_items, 1)
+        check_range("upload_noise", self.upload_noise, 0.0)
+        check_range("target_epsilon", self.target_epsilon, 0.0)
+        check_upload_dp(self)
         if not self.server_layers or any(x < 1 for x in self.server_layers):
             raise ConfigError("server_layers must be a non-empty list of positive sizes")
         for name, lo in (("beta_range", 0.0), ("gamma_range", 0.0)):

@@ -14,9 +14,12 @@ import torch.nn.functional as F
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.ptf_fedrec.config import PTFFedRecConfig
 from fedrec.algorithms.methods.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
+from fedrec.algorithms.methods.ptf_fedrec.upload_dp import upload_dp_report, upload_plan
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
+from fedrec.attacks.cross_upload import CrossUploadAttack
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
+from fedrec.federation.dp_sum import evaluation_sender
 from fedrec.federation.runtime import Observer, Runtime
 from fedrec.metrics.ranking import ScoreFn
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
@@ -47,17 +50,21 @@ class PTFServer(ServerLogic):
         # step reads it. None: no server-model metrics (a server built on metadata only).
         self.score_oracle = score_oracle
         self.attack = attack
+        self.cross_attack: CrossUploadAttack | None = None
+        self.plan = upload_plan(cfg, num_items)  # the formal mechanism (None: upload_dp none)
+        self.participations: dict[int, int] = {}  # uploads per client (upload_dp's accounting)
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
         """The experimenter's instruments of :func:`ptf_instruments` (before the first round)."""
-        unknown = set(instruments) - {"score_oracle", "attack"}
+        unknown = set(instruments) - {"score_oracle", "attack", "cross_attack"}
         if unknown:
             raise TypeError(f"PTF-FedRec has no instrument {sorted(unknown)}")
         self.score_oracle = instruments.get("score_oracle", self.score_oracle)
         self.attack = instruments.get("attack", self.attack)
+        self.cross_attack = instruments.get("cross_attack", self.cross_attack)
 
     def observers(self) -> list[Observer]:
-        return [self.attack] if self.attack is not None else []
+        return [a for a in (self.attack, self.cross_attack) if a is not None]
 
     def _graph(self) -> torch.Tensor:
         users = torch.cat([torch.full((len(it),), u) for u, (it, _) in self.uploads.items()])
@@ -78,6 +85,11 @@ class PTFServer(ServerLogic):
         t0 = time.perf_counter()  # the round's time split: clients, server, dispersal
         replies = rt.updates(rt.broadcast(TRAIN, selected, {}), TRAIN)
         t_clients = time.perf_counter() - t0
+        if self.plan is not None:  # upload_dp: noised scores, clamped here (post-processing)
+            replies = {c: {**r, "scores": torch.as_tensor(r["scores"]).float().clamp(0, 1)}
+                       for c, r in replies.items()}
+            for c in replies:
+                self.participations[int(c)] = self.participations.get(int(c), 0) + 1
         for c, r in replies.items():
             self.uploads[int(c)] = (torch.as_tensor(r["items"]).long(),
                                     torch.as_tensor(r["scores"]).float())
@@ -186,22 +198,56 @@ class PTFServer(ServerLogic):
             u_emb, i_emb = self._embeddings()
             out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T, split)
         if cfg.eval_clients:
-            replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request({}, split))
+            replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request({}, split),
+                                   sender=evaluation_sender(cfg))
             client = reduce_client_metrics(replies.values(), explicit=False)
             out.update({f"client_{k}": v for k, v in client.items()})
         return out
 
     def receives(self) -> dict[str, str]:
+        if self.plan is not None:
+            return {TRAIN: f"each cohort client's scores, with Gaussian noise (sigma "
+                           f"{self.plan.sigma:.4g}), on {self.plan.items} "
+                           "items it drew uniformly from the catalogue, with their ids",
+                    EVALUATE: "nothing: client evaluation replies go to the experimenter"}
         return {TRAIN: "each cohort client's predicted scores on the items it chose to upload "
                        "(its sampled positives among sampled and swapped negatives), with "
                        "their ids",
                 EVALUATE: RANKING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
-        """No formal guarantee: sampling, swapping and dispersal bound nothing provably (and
-        ``defense: ldp`` noises the scores while the uploaded ids, the client's trained items,
-        travel in clear); the top-guess attack's F1 measured in this run says what they hid."""
+    def measured_attacks(self) -> dict[str, Any]:
+        """The attacks measured on the server's inbox (:func:`attack_fields`): the cross-upload
+        attack over all of each client's uploads is the figure (``measured_attack_f1``), the
+        single-upload top-guess attack a detail."""
         cfg = self.cfg
+        cross = self.cross_attack.overall() if self.cross_attack is not None else {}
+        name = ("CrossUploadAttack (fedrec.attacks.cross_upload): the server keeps every upload "
+                "of a client, skips the items it dispersed to it, and guesses the k ids with the "
+                f"highest {cross.get('statistic', 'mean')} score over all its uploads, scored "
+                f"against the client's positives ({cfg.attack_truth}); mean F1 over clients")
+        single = self.attack.summary() if self.attack is not None else {}
+        details: dict[str, Any] = {f"measured_{k}": v for k, v in cross.items() if k != "f1"}
+        if single:
+            details.update({
+                "single_upload_attack": "TopGuessAttack (fedrec.attacks.top_guess): the k "
+                                        "highest scores of one upload; mean F1 over uploads",
+                "single_upload_attack_f1": single["attack_f1"],
+                "single_upload_attack_uploads": single["attack_uploads"]})
+        return attack_fields(name, cross.get("f1"),
+                             "set attack=true (a deployment also needs --experimenter-oracle)",
+                             **details)
+
+    def privacy_report(self) -> dict[str, Any]:
+        """With ``upload_dp``: the user-level (ε, δ) of the most-participating client
+        (:func:`~fedrec.algorithms.methods.ptf_fedrec.upload_dp.upload_dp_report`). Without:
+        no formal guarantee -- sampling, swapping and dispersal bound nothing provably (and
+        ``defense: ldp`` noises the scores while the uploaded ids, the client's trained items,
+        travel in clear). Either way the cross-upload attack's F1 measured in this run says what
+        the server learns (:meth:`measured_attacks`)."""
+        cfg = self.cfg
+        if self.plan is not None:
+            return {**upload_dp_report(self.plan, self.participations),
+                    **self.measured_attacks()}
         hides = {
             "none": "nothing: each upload names the client's trained items (positives and "
                     "sampled negatives) with its model's scores",
@@ -214,21 +260,13 @@ class PTFServer(ServerLogic):
             "ldp": f"Laplace noise (scale ldp_scale {cfg.ldp_scale}) on each uploaded score, "
                    "clamped to [0, 1]; the uploaded ids travel in clear",
         }[cfg.defense]
-        name = ("TopGuessAttack (fedrec.attacks.top_guess): the k highest uploaded scores "
-                "guessed as positives, scored against the client's positives "
-                f"({cfg.attack_truth}), mean F1 over every upload of the run")
-        summary = self.attack.summary() if self.attack is not None else {}
-        measured = attack_fields(
-            name, summary.get("attack_f1"),
-            "set attack=true (a deployment also needs --experimenter-oracle)",
-            **{f"measured_{k}": v for k, v in summary.items() if k != "attack_f1"})
         return no_guarantee(
             protection=f"defense {cfg.defense!r}: {hides}; no model parameters are exchanged, "
                        f"and the server's model is never sent (clients get its scores on "
                        f"alpha {cfg.alpha} items per round, {cfg.dispersal!r} dispersal)",
             leakage="each upload names a subset of the client's trained items (positives and "
                     "negatives) with its model's scores",
-            defense=cfg.defense, **measured)
+            defense=cfg.defense, **self.measured_attacks())
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -236,6 +274,9 @@ class PTFServer(ServerLogic):
             "update_counts": self.update_counts.clone(),
             "uploads": {c: (i.clone(), s.clone()) for c, (i, s) in self.uploads.items()},
             "attack": self.attack.state_dict() if self.attack is not None else None,
+            "cross_attack": (self.cross_attack.state_dict() if self.cross_attack is not None
+                             else None),
+            "participations": dict(self.participations),
             # NGCF's message dropout draws from torch's global generator (seeded once by the
             # runner): saving its state makes a resumed run continue the same draws.
             "torch_rng": torch.get_rng_state(),
@@ -250,4 +291,7 @@ class PTFServer(ServerLogic):
             torch.set_rng_state(state["torch_rng"])
         if self.attack is not None and state.get("attack") is not None:
             self.attack.load_state_dict(state["attack"])
+        if self.cross_attack is not None and state.get("cross_attack") is not None:
+            self.cross_attack.load_state_dict(state["cross_attack"])
+        self.participations = dict(state.get("participations", {}))
 
