@@ -1,6 +1,8 @@
-"""``fedrec reproduce privacy``: the accuracy every method with the user-level DP aggregate keeps
+"""``fedrec reproduce privacy``: the accuracy every method with a user-level DP mechanism keeps
 at a given epsilon against the server (issues 36 and 38): FCF and FedGNN on rating data, FedGRec
-on ranking data, FL-MV-DSSM and FED-MVMF on ML-100K's views (:data:`TARGETS`).
+on ranking data, FL-MV-DSSM and FED-MVMF on ML-100K's views (the DP aggregate), PTF-FedRec with
+its own upload mechanism (:data:`TARGETS`). Feras's node-level mechanism covers its embedding
+uploads but not its weights (docs/feras.md), so it has no user-level row here.
 
 What it runs, per method and each of its datasets (``--quick``: its first dataset only, two
 rounds), each run at its round chosen on validation (RMSE for rating, Recall@K for ranking):
@@ -12,7 +14,7 @@ rounds), each run at its round chosen on validation (RMSE for rating, Recall@K f
   ``noise_multiplier: 0``): what clipping alone costs;
 * ``.../none``: the same model and schedule with no privacy mechanism at all;
 * ``.../paper-mechanism``: the paper's own mechanism, where it is a setting of the same run
-  (FL-MV-DSSM's sigma 1 between views);
+  (FL-MV-DSSM's sigma 1 between views, PTF-FedRec's sampling and swapping);
 * on ML-100K, ``.../central-z2`` and ``.../distributed-z2``: both mechanisms at noise multiplier
   2, the trusted-aggregator reference the distributed one must match in accuracy.
 
@@ -92,6 +94,15 @@ class Target:
     paper_mechanism: dict[str, Any] | None = None
     #: The DP aggregate's noise multiplier option (FL-MV-DSSM's own is the paper's sigma).
     noise_option: str = "noise_multiplier"
+    #: The options that turn the method's formal mechanism on (the DP aggregate's, or a
+    #: method's own local one: PTF-FedRec's upload_dp); the "no-noise" and trusted-server
+    #: reference rows exist only for the DP aggregate.
+    mechanism: dict[str, Any] = field(default_factory=lambda: {"dp": "distributed"})
+    in_quick: bool = True  # False: even two rounds take minutes (every client every round)
+
+    @property
+    def aggregate(self) -> bool:
+        return "dp" in self.mechanism
 
     @property
     def higher_is_better(self) -> bool:
@@ -145,6 +156,14 @@ TARGETS: tuple[Target, ...] = (
                         "eval_devices": 50},
         paper_mechanism={"dp": "none", "noise_multiplier": 1.0},
         noise_option="dp_noise_multiplier"),
+    # PTF-FedRec's own mechanism: Gaussian scores on a public random item sample per upload,
+    # composed over a client's uploads (ptf_fedrec.upload_dp); its defence is then off.
+    Target("ptf-fedrec", ("ml-100k",), "Recall@20", {
+        "m100": {"upload_items": 100},
+        "m30": {"upload_items": 30},
+    }, {"upload_dp": "none", "defense": "none"},
+        mechanism={"upload_dp": "gaussian", "defense": "none"},
+        paper_mechanism={"upload_dp": "none"}, in_quick=False),
     Target("fed-mvmf", ("ml-100k",), "Recall@10", {
         "c1": {"dp_clip": 1.0, "rounds": 50, "eval_every": 10},
         "c5": {"dp_clip": 5.0, "rounds": 50, "eval_every": 10},
@@ -159,8 +178,13 @@ TARGET = {t.method: t for t in TARGETS}
 def candidates(target: Target) -> Candidates:
     """The tuning trials of a method: each candidate at epsilon 10 on its first dataset."""
     return Candidates(target.method, target.method, target.datasets[0], {
-        label: {**COMMON, **opts, "dp": "distributed", "target_epsilon": TUNE_EPSILON}
+        label: {**_common(target), **opts, **target.mechanism, "target_epsilon": TUNE_EPSILON}
         for label, opts in target.candidates.items()})
+
+
+def _common(target: Target) -> dict[str, Any]:
+    """The DP aggregate's settings every run of the grid shares (none for a local mechanism)."""
+    return COMMON if target.aggregate else {}
 
 
 def plan(seeds: int, quick: bool, chosen: dict[str, dict[str, Any]] | None = None
@@ -169,17 +193,21 @@ def plan(seeds: int, quick: bool, chosen: dict[str, dict[str, Any]] | None = Non
     chosen = chosen or {}
     specs = []
     for t in TARGETS:
+        if quick and not t.in_quick:
+            continue
         setting = chosen.get(t.method, next(iter(t.candidates.values())))
         for dataset in t.datasets[:1] if quick else t.datasets:
-            base = {**COMMON, **setting, **(t.quick if quick else {})}
+            base = {**_common(t), **setting, **(t.quick if quick else {})}
             rows: list[tuple[str, dict[str, Any]]] = [
-                (f"eps-{e:g}", {"dp": "distributed", "target_epsilon": e})
+                (f"eps-{e:g}", {**t.mechanism, "target_epsilon": e})
                 for e in (EPSILONS[::4] if quick else EPSILONS)]
             z = t.noise_option
-            rows += [("no-noise", {"dp": "central", z: 0.0}), ("none", t.no_privacy)]
+            if t.aggregate:
+                rows.append(("no-noise", {"dp": "central", z: 0.0}))
+            rows.append(("none", t.no_privacy))
             if t.paper_mechanism is not None:
                 rows.append(("paper-mechanism", t.paper_mechanism))
-            if dataset == "ml-100k" and not quick:
+            if dataset == "ml-100k" and not quick and t.aggregate:
                 rows += [("distributed-z2", {"dp": "distributed", z: 2.0}),
                          ("central-z2", {"dp": "central", z: 2.0})]
             specs += [RunSpec(f"dp/{t.method}/{dataset}/{name}", t.method, dataset,
@@ -211,6 +239,10 @@ def _privacy_figures(runs: list[dict[str, Any]]) -> tuple[str, str, str]:
     if not runs:
         return "–", "–", "–"
     p = runs[0].get("privacy") or {}
+    if p.get("upload_dp") not in (None, "none"):  # a method's local mechanism: one threat
+        eps = p.get("epsilon")
+        return ("–" if eps is None else f"{eps:.3g}", "–" if eps is None else f"{eps:.3g}",
+                f"{p.get('noise_multiplier', 0.0):.3g}")
     if p.get("dp") in (None, "none"):
         return "none", "none", "–"
     z = p.get("noise_multiplier") or 0.0
@@ -294,16 +326,17 @@ def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
             kept = [(e, v) for e, v in scored
                     if (v >= base * (1 - KEEP) if t.higher_is_better else v <= base * (1 + KEEP))]
             head = "no user-level DP against the server in this run"
+            key = next(iter(t.mechanism))  # dp, or the method's own upload_dp
+            mode = f"{key}={t.mechanism[key]}"
             if kept:
                 e, v = kept[0]
-                line = (f"{head}; dp=distributed at epsilon {e:g} (the DP settings in "
-                        f"results/privacy) kept {t.metric} {v:.4f} against {base:.4f} without "
-                        "any mechanism")
+                line = (f"{head}; {mode} at epsilon {e:g} (the settings in results/privacy) "
+                        f"kept {t.metric} {v:.4f} against {base:.4f} without any mechanism")
             else:
                 e, v = scored[-1]
-                line = (f"{head}; dp=distributed costs more than {KEEP:.0%} here: {t.metric} "
+                line = (f"{head}; {mode} costs more than {KEEP:.0%} here: {t.metric} "
                         f"{v:.4f} at epsilon {e:g} against {base:.4f} without any mechanism")
-            out.append({"algorithm": t.method, "dataset": dataset, "mechanism": {"dp": "none"},
+            out.append({"algorithm": t.method, "dataset": dataset, "mechanism": {key: "none"},
                         "metric": t.metric, "epsilon": e, "with": v, "without": base,
                         "line": line, "command": "fedrec reproduce privacy"})
     return out
