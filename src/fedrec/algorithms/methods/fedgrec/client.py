@@ -309,20 +309,21 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                   items: torch.Tensor) -> Payload:
         """Under ``dp``: Step 4's one vector ``[delta e_t^0 | degree change | latent change]``
         (:mod:`fedrec.algorithms.methods.fedgrec.dp`; no degree block with ``dp_degree``, the
-        whole latent contribution with ``dp_latent_decay``), bounded to ``dp_clip`` as a whole
-        or per block (:class:`~fedrec.algorithms.methods.fedgrec.dp.DPBudget`) and handed to the
-        DP aggregate; the clipped share of each change is recorded once it is in the sum.
+        whole latent contribution with ``dp_latent: estimate``, none with ``none``), bounded
+        to ``dp_clip`` as a whole or per block
+        (:class:`~fedrec.algorithms.methods.fedgrec.dp.DPBudget`) and handed to the DP
+        aggregate; the clipped share of each change is recorded once it is in the sum.
         ``trained``/``delta_rows``: the item rows it trained and their change; ``items``: its
         own items."""
         assert self.dp is not None
         cfg, lay, k = self.cfg, self.layout, self.cfg.num_layers
-        whole = cfg.dp_latent_decay > 0  # re-estimation: the whole contribution, not a change
+        whole = cfg.dp_latent == "estimate"  # the whole contribution, not a change
         at, values = [row_positions(trained, lay.dim)], [delta_rows.numpy().ravel()]
         if cfg.dp_degree <= 0:  # a public degree needs no degree block
             at.append(lay.degrees + items.numpy())
             values.append(np.full(len(items), 1.0 - ctx.state[DEGREE_SENT]))
         change = None
-        if refresh and lay.latent is not None and len(items):
+        if refresh and lay.latent is not None and len(items) and cfg.dp_latent != "none":
             sources = torch.stack([ctx.state["e0"], *ctx.state["latent"][: k - 1]]).double()
             change = sources if whole else sources - ctx.state["sent"]
             w = torch.full((len(items),), len(items) ** -0.5, dtype=torch.float64)

@@ -38,16 +38,24 @@ is unchanged: every client sends one vector of L2 norm at most ``C = dp_clip`` p
   the latent block's own units its noise has standard deviation ``z C / w = z b / sqrt(s)``,
   whatever the item block's size, and a large item update no longer scales the latent change
   down (with ``b = 0`` the vector is clipped as a whole and one factor scales every block).
-* latent re-estimation (``dp_latent_decay: beta > 0``): in a refresh round each sampled client
-  sends its *whole* contribution ``s_u^{k-1} / sqrt(|N_u|)`` (clipped, scaled by the factor
-  ``f_A`` of its block), not the change, and the server sets ``A <- (1 - beta) A + beta S / q``
-  with ``S`` the round's noised latent sum and ``q`` the public sampling rate (``S / q`` is the
-  Horvitz-Thompson estimate of the sum over every client; at ``q = 1`` it is the sum). ``A``
-  is then a weighted sum of releases whose weights sum to at most 1 over ``q``, so its noise
-  stays at ``z b / (sqrt(s) q) sqrt(beta / (2 - beta))`` per coordinate (``beta = 1``: the last
-  round's noise alone) instead of growing like the square root of the refreshes, as the running
-  sums of changes (``beta = 0``) do. A client records ``f_A s_u`` as its share (exact at
-  ``q = 1``, ``beta = 1``; an estimate otherwise, used only by ``own_edge_gradient``).
+* latent re-estimation (``dp_latent: estimate``, ``dp_latent_decay: beta``): in a refresh round
+  each sampled client sends its *whole* contribution ``s_u^{k-1} / sqrt(|N_u|)`` (clipped,
+  scaled by the factor ``f_A`` of its block), not the change, and the server sets ``A <- (1 -
+  beta) A + beta S / q`` with ``S`` the round's noised latent sum and ``q`` the public sampling
+  rate (``S / q`` is the Horvitz-Thompson estimate of the sum over every client; at ``q = 1`` it
+  is the sum). ``A`` is then a weighted sum of releases whose weights sum to at most 1 over
+  ``q``, so its noise stays at ``z b / (sqrt(s) q) sqrt(beta / (2 - beta))`` per coordinate
+  (``beta = 1``: the last round's noise alone) instead of growing like the square root of the
+  refreshes, as the running sums of changes (``dp_latent: sums``) do. A client records ``f_A
+  s_u`` as its share (exact at ``q = 1``, ``beta = 1``; an estimate otherwise, used only by
+  ``own_edge_gradient``).
+* no latent release (``dp_latent: none``): the latent block is zero (no budget, its noise
+  discarded) and the item latent tables stay zero; a client still computes ``e_u^1`` from the
+  downloaded ``e_t^0`` (and, with ``own_edge_gradient``, trains through it), so at ``K = 1`` the
+  model keeps LightGCN's user-side layer and loses only the item-side one. Why: the latent
+  sums are sums over users of contributions of norm ``||s_u||`` (``docs/fedgrec.md`` measures
+  it), so their noise ``z b / sqrt(s)`` per coordinate dwarfs a sum of a few tens of
+  ``s_u / sqrt(|N_u|)`` rows at ML-100K's sizes.
 * a public degree (``dp_degree: c > 0``): every ``|N_t|`` the tables carry is ``c`` (so
   ``e_t^k = A_t^k / sqrt(c)`` and a client's edge weight is ``1 / sqrt(|N_u| c)``) and the degree
   block is zero (no budget, its noise discarded). Why: a client's indicator has norm

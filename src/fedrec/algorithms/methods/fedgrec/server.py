@@ -162,7 +162,7 @@ class FedGRecServer(ServerLogic):
         server sees the noised sum of the Poisson cohort's clipped vectors; ``e_t^0`` moves by
         ``server_lr`` times its block over the public expected cohort, the degree block (unless
         ``dp_degree`` is public) is added to ``D`` and, in a refresh round, the latent block
-        (divided by its public weight) is added to ``A`` or, with ``dp_latent_decay: beta``,
+        (divided by its public weight) is added to ``A`` or, with ``dp_latent: estimate``,
         re-estimates it: ``A <- (1 - beta) A + beta S / q``."""
         assert self.dp is not None
         n, d, lay = self.num_items, self.cfg.dim, self.layout
@@ -176,11 +176,11 @@ class FedGRecServer(ServerLogic):
         if self.cfg.dp_degree <= 0:  # a public degree: the block is zero, its noise discarded
             self.degrees += torch.from_numpy(total[lay.degrees: lay.degrees + n]).to(
                 self.degrees)
-        if refresh and lay.latent is not None:
+        if refresh and lay.latent is not None and self.cfg.dp_latent != "none":
             latent = torch.from_numpy(total[lay.latent:] / DPBudget.of(self.cfg).latent_weight
                                       ).reshape(self.cfg.num_layers, n, d).to(self.latent)
             beta = self.cfg.dp_latent_decay
-            if beta > 0:  # re-estimation from the round's whole contributions
+            if self.cfg.dp_latent == "estimate":  # from the round's whole contributions
                 self.latent = (1 - beta) * self.latent + beta * latent / self.dp.plan.rate
             else:
                 self.latent += latent
