@@ -229,7 +229,9 @@ class FedGRecServer(ServerLogic):
         if self.dp is not None:
             return dict(self.dp.report(), releases=(
                 "one per round: the noised sum of the Poisson cohort's clipped vectors "
-                "[item-row updates | degree change | latent change]; no warm-up under dp. The "
+                "[item-row updates | degree change | latent change] (the degree block empty "
+                "with a public dp_degree, the latent one with dp_latent: none, their noise "
+                "discarded); no warm-up under dp. The "
                 "degree and latent tables are sums of released sums (post-processing), so a "
                 "latent contribution that persists in them is accounted in the rounds that "
                 "carried it"))
