@@ -112,12 +112,13 @@ def test_latent_estimate_at_rate_one_is_the_last_refresh_sum(ml100k_60, latent_c
 
 
 def test_no_latent_release_and_a_public_degree_send_only_item_updates(ml100k_60) -> None:
-    """``dp_latent: none`` and ``dp_degree: c``: the latent and degree tables never move from
-    zero (their blocks are empty, their noise discarded), the tables carry ``c`` for every
-    degree, and the item rows still learn under noise."""
+    """``dp_latent: none`` and ``dp_degree: c``: the vector is the item block alone, the latent
+    and degree tables never move from zero, the tables carry ``c`` for every degree, and the
+    item rows still learn under noise."""
     t, _ = trainer(ml100k_60, **SMALL, dp="distributed", noise_multiplier=1.0,
                    dp_latent="none", dp_degree=40.0)
     before = t.job.server.item_emb.clone()
+    assert t.job.server.dp.plan.dim == t.job.server.num_items * SMALL["dim"]
     run(t, 3)
     srv = t.job.server
     assert not srv.latent.any() and not srv.degrees.any()
@@ -157,6 +158,10 @@ def test_a_client_vector_is_clipped_as_a_whole() -> None:
     same, one = clipped(np.full(4, 0.1), 1.0)
     assert one == 1.0 and np.array_equal(same, np.full(4, 0.1))
     assert DPLayout(5, 2, 0).latent is None and DPLayout(5, 2, 0).size == 15
+    # Blocks a run does not release are not in the vector.
+    item_only = DPLayout(5, 2, 0, has_degrees=False)
+    assert (item_only.degrees, item_only.latent, item_only.size) == (None, None, 10)
+    assert (DPLayout(5, 2, 1, has_degrees=False).latent, DPLayout(5, 2, 1, False).size) == (10, 20)
 
 
 def test_a_distributed_run_resumes_to_the_same_model_and_report(ml100k_60) -> None:

@@ -91,7 +91,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         self.num_items = num_items
         self.conv = LightGCNConv(cfg.num_layers)
         self.secure = cfg.sum_client()
-        self.layout = DPLayout(num_items, cfg.dim, cfg.num_layers)
+        self.layout = DPLayout.of(cfg, num_items)
         self.dp = DPSumClient(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
@@ -319,11 +319,11 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         cfg, lay, k = self.cfg, self.layout, self.cfg.num_layers
         whole = cfg.dp_latent == "estimate"  # the whole contribution, not a change
         at, values = [row_positions(trained, lay.dim)], [delta_rows.numpy().ravel()]
-        if cfg.dp_degree <= 0:  # a public degree needs no degree block
+        if lay.degrees is not None:  # a public degree needs no degree block
             at.append(lay.degrees + items.numpy())
             values.append(np.full(len(items), 1.0 - ctx.state[DEGREE_SENT]))
         change = None
-        if refresh and lay.latent is not None and len(items) and cfg.dp_latent != "none":
+        if refresh and lay.latent is not None and len(items):
             sources = torch.stack([ctx.state["e0"], *ctx.state["latent"][: k - 1]]).double()
             change = sources if whole else sources - ctx.state["sent"]
             w = torch.full((len(items),), len(items) ** -0.5, dtype=torch.float64)
@@ -332,7 +332,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             values.append(lat_values)
         x, f_head, f_latent = DPBudget.of(cfg).bound(
             SparseUpload(lay.size, np.concatenate(at), np.concatenate(values)).dense(), lay)
-        f_degree = f_head if cfg.dp_degree <= 0 else 0.0
+        f_degree = f_head if lay.degrees is not None else 0.0
         ctx.state[PENDING] = recorded(ctx.state, f_degree, f_latent, change, whole)
         out = self.dp.upload(ctx, x, request)
         if not self.dp.masked:  # a plain upload is in the sum once sent

@@ -49,19 +49,19 @@ is unchanged: every client sends one vector of L2 norm at most ``C = dp_clip`` p
   refreshes, as the running sums of changes (``dp_latent: sums``) do. A client records ``f_A
   s_u`` as its share (exact at ``q = 1``, ``beta = 1``; an estimate otherwise, used only by
   ``own_edge_gradient``).
-* no latent release (``dp_latent: none``): the latent block is zero (no budget, its noise
-  discarded) and the item latent tables stay zero; a client still computes ``e_u^1`` from the
-  downloaded ``e_t^0`` (and, with ``own_edge_gradient``, trains through it), so at ``K = 1`` the
-  model keeps LightGCN's user-side layer and loses only the item-side one. Why: the latent
-  sums are sums over users of contributions of norm ``||s_u||`` (``docs/fedgrec.md`` measures
-  it), so their noise ``z b / sqrt(s)`` per coordinate dwarfs a sum of a few tens of
-  ``s_u / sqrt(|N_u|)`` rows at ML-100K's sizes.
-* a public degree (``dp_degree: c > 0``): every ``|N_t|`` the tables carry is ``c`` (so
-  ``e_t^k = A_t^k / sqrt(c)`` and a client's edge weight is ``1 / sqrt(|N_u| c)``) and the degree
-  block is zero (no budget, its noise discarded). Why: a client's indicator has norm
-  ``sqrt(|N_u|)``, so a noised degree sum carries noise ``z C`` per item against counts of tens
-  (ML-100K's median item); ``c`` replaces LightGCN's per-item normalisation by a global one,
-  which leaves popular items larger latent rows.
+* no latent release (``dp_latent: none``): the vector has no latent block (no budget, no noise)
+  and the item latent tables stay zero; a client still computes ``e_u^1`` from the downloaded
+  ``e_t^0`` (and, with ``own_edge_gradient``, trains through it), so at ``K = 1`` the model
+  keeps LightGCN's user-side layer and loses only the item-side one. Why: the latent sums are
+  sums over users of contributions of norm ``||s_u||`` (``docs/fedgrec.md`` measures it), so
+  their noise ``z b / sqrt(s)`` per coordinate dwarfs a sum of a few tens of ``s_u /
+  sqrt(|N_u|)`` rows at ML-100K's sizes.
+* a public degree (``dp_degree: c > 0``): every ``|N_t|`` the tables carry is ``c`` (so ``e_t^k
+  = A_t^k / sqrt(c)`` and a client's edge weight is ``1 / sqrt(|N_u| c)``) and the vector has no
+  degree block (no budget, no noise). Why: a client's indicator has norm ``sqrt(|N_u|)``, so a
+  noised degree sum carries noise ``z C`` per item against counts of tens (ML-100K's median
+  item); ``c`` replaces LightGCN's per-item normalisation by a global one, which leaves popular
+  items larger latent rows.
 
 Accounting: a client's vector is in exactly the releases of the rounds it was sampled in (and
 survived); those are what :class:`~fedrec.federation.dp_sum.DPAggregate` records. Its latent
@@ -90,24 +90,36 @@ DEGREE_SENT = "degree_sent"
 
 @dataclass(frozen=True)
 class DPLayout:
-    """Offsets of the blocks of a DP round vector (module docstring); ``latent`` is None
-    without latent embeddings."""
+    """Offsets of the blocks of a DP round vector (module docstring): ``degrees`` is None
+    without a degree block (a public ``dp_degree``), ``latent`` None without a latent block
+    (``num_layers`` 0: no latent embeddings, or ``dp_latent: none``). A block a run does not
+    release is not in the vector at all, so no coordinate of it is noised or sent."""
 
     num_items: int
     dim: int
     num_layers: int
+    has_degrees: bool = True
+
+    @classmethod
+    def of(cls, cfg: Any, num_items: int) -> DPLayout:
+        """The layout of a run's options."""
+        return cls(num_items, cfg.dim, 0 if cfg.dp_latent == "none" else cfg.num_layers,
+                   cfg.dp_degree <= 0)
 
     @property
-    def degrees(self) -> int:
-        return self.num_items * self.dim
+    def degrees(self) -> int | None:
+        return self.num_items * self.dim if self.has_degrees else None
 
     @property
     def latent(self) -> int | None:
-        return self.degrees + self.num_items if self.num_layers else None
+        if not self.num_layers:
+            return None
+        return self.num_items * (self.dim + int(self.has_degrees))
 
     @property
     def size(self) -> int:
-        return self.num_items * (self.dim + 1) + self.num_layers * self.num_items * self.dim
+        return (self.num_items * (self.dim + int(self.has_degrees))
+                + self.num_layers * self.num_items * self.dim)
 
 
 def clipped(x: np.ndarray, clip: float) -> tuple[np.ndarray, float]:

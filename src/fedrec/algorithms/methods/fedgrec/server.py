@@ -55,7 +55,7 @@ class FedGRecServer(ServerLogic):
         self.degrees = torch.zeros(num_items, dtype=torch.float64, device=device)
         self.warm = k == 0  # K = 0: no latent embeddings, no warm-up
         self.rows_downloaded = 0
-        self.layout = DPLayout(num_items, d, k)
+        self.layout = DPLayout.of(cfg, num_items)
         self.dp = DPAggregate(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
         if self.dp is not None:
             self.warm = True  # under dp the tables fill from the rounds (no warm-up)
@@ -173,10 +173,10 @@ class FedGRecServer(ServerLogic):
         total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
         mean = torch.from_numpy(expected_mean(total[: n * d], self.dp.plan)).reshape(n, d)
         self.item_emb += (self.cfg.server_lr * mean).to(self.item_emb)
-        if self.cfg.dp_degree <= 0:  # a public degree: the block is zero, its noise discarded
+        if lay.degrees is not None:  # none with a public degree
             self.degrees += torch.from_numpy(total[lay.degrees: lay.degrees + n]).to(
                 self.degrees)
-        if refresh and lay.latent is not None and self.cfg.dp_latent != "none":
+        if refresh and lay.latent is not None:
             latent = torch.from_numpy(total[lay.latent:] / DPBudget.of(self.cfg).latent_weight
                                       ).reshape(self.cfg.num_layers, n, d).to(self.latent)
             beta = self.cfg.dp_latent_decay
@@ -229,9 +229,9 @@ class FedGRecServer(ServerLogic):
         if self.dp is not None:
             return dict(self.dp.report(), releases=(
                 "one per round: the noised sum of the Poisson cohort's clipped vectors "
-                "[item-row updates | degree change | latent change] (the degree block empty "
-                "with a public dp_degree, the latent one with dp_latent: none, their noise "
-                "discarded); no warm-up under dp. The "
+                "[item-row updates | degree change | latent change] (no degree block with a "
+                "public dp_degree, no latent block with dp_latent: none); no warm-up under dp. "
+                "The "
                 "degree and latent tables are sums of released sums (post-processing), so a "
                 "latent contribution that persists in them is accounted in the rounds that "
                 "carried it"))
