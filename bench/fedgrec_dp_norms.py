@@ -9,7 +9,8 @@ Runs FedGRec (defaults, ``refresh_period: 1`` so every round carries a latent bl
 ``dp: central`` with ``noise_multiplier: 0`` and ``dp_clip: 1e6`` (nothing is clipped or noised,
 so the norms are those of the unbounded contributions) and prints, per round, the 10th, 50th and
 90th percentile over the cohort of the norms of the item-update, degree and latent blocks, read
-where the client bounds its vector (:meth:`DPBudget.bound`, wrapped to record them); the
+where the client bounds its vector (:meth:`DPBudget.bound`, wrapped to record them), then
+the mean absolute coordinate of the server's latent sums ``A``; the
 clients' secrets are fixed (``bytes(range(32))``, as the tests'), so a rerun prints the same.
 """
 
@@ -66,6 +67,9 @@ def main() -> None:
             for j, name in enumerate(("item", "degree", "latent")):
                 p10, p50, p90 = np.percentile(table[:, j], [10, 50, 90])
                 print(f"{rnd:5d}  {name:7s} {p10:8.3f} {p50:8.3f} {p90:8.3f}")
+        latent = trainer.job.server.latent  # the unnormalised sums A (nothing noised)
+        print(f"mean |A_t^k| coordinate after round {args.rounds}: "
+              f"{float(latent.abs().mean()):.3f}")
     finally:
         fedgrec_dp.DPBudget.bound = bound  # type: ignore[method-assign]
 

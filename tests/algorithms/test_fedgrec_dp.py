@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.methods.fedgrec import build_fedgrec_job
+from fedrec.algorithms.methods.fedgrec import FedGRecConfig, build_fedgrec_job
 from fedrec.algorithms.methods.fedgrec.dp import (
     DEGREE_SENT,
     DPBudget,
@@ -19,6 +19,7 @@ from fedrec.algorithms.methods.fedgrec.dp import (
     dp_tables,
 )
 from fedrec.algorithms.ncf_common import implicit_split
+from fedrec.config import build_config
 from fedrec.errors import ConfigError
 from fedrec.privacy.clipping import clip_l2
 
@@ -126,6 +127,17 @@ def test_no_latent_release_and_a_public_degree_send_only_item_updates(ml100k_60)
     assert torch.equal(sent["degrees"], torch.full_like(sent["degrees"], 40.0))
     assert not sent["latent"].any()
     assert not torch.equal(srv.item_emb, before)
+
+
+def test_the_dp_preset_releases_the_item_updates_alone() -> None:
+    """``--preset dp`` (docs/fedgrec.md's measured row): distributed DP solved for epsilon 8,
+    every client in every round, a vector of the item block only."""
+    cfg = build_config(FedGRecConfig, "fedgrec", "ml-100k", preset="dp")
+    assert (cfg.dp, cfg.target_epsilon, cfg.rounds, cfg.clients_per_round) == (
+        "distributed", 8.0, 10, 0)
+    assert cfg.dp_masking  # the preset keeps the secure sum's masking
+    lay = DPLayout.of(cfg, 1682)
+    assert lay.degrees is None and lay.latent is None and lay.size == 1682 * cfg.dim
 
 
 def test_a_client_vector_is_bounded_per_block() -> None:
