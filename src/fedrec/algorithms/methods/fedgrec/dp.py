@@ -38,6 +38,7 @@ is unchanged: every client sends one vector of L2 norm at most ``C = dp_clip`` p
   the latent block's own units its noise has standard deviation ``z C / w = z b / sqrt(s)``,
   whatever the item block's size, and a large item update no longer scales the latent change
   down (with ``b = 0`` the vector is clipped as a whole and one factor scales every block).
+  The budgets are fixed for the run: outside refresh rounds the head keeps ``C sqrt(1 - s)``.
 * latent re-estimation (``dp_latent: estimate``, ``dp_latent_decay: beta``): in a refresh round
   each sampled client sends its *whole* contribution ``s_u^{k-1} / sqrt(|N_u|)`` (clipped,
   scaled by the factor ``f_A`` of its block), not the change, and the server sets ``A <- (1 -
@@ -52,9 +53,12 @@ is unchanged: every client sends one vector of L2 norm at most ``C = dp_clip`` p
 * no latent release (``dp_latent: none``): the vector has no latent block (no budget, no noise)
   and the item latent tables stay zero; a client still computes ``e_u^1`` from the downloaded
   ``e_t^0`` (and, with ``own_edge_gradient``, trains through it), so at ``K = 1`` the model
-  keeps LightGCN's user-side layer and loses only the item-side one. Why: the latent sums are
-  sums over users of contributions of norm ``||s_u||`` (``docs/fedgrec.md`` measures it), so
-  their noise ``z b / sqrt(s)`` per coordinate dwarfs a sum of a few tens of ``s_u /
+  keeps LightGCN's user-side layer and loses the item-side one for ranking. The own-edge term
+  still adds the client's own share ``(e_u^0 - s_u^{0, sent}) / sqrt(|N_u| |N_t|)`` to its
+  items' ``e_t^1`` while it trains (``s_u^{0, sent} = 0`` here), a term no ranking sees: kept
+  because dropping it measured lower (``docs/fedgrec.md``). Why no latent release: the latent
+  sums are sums over users of contributions of norm ``||s_u||`` (``docs/fedgrec.md`` measures
+  it), so their noise ``z b / sqrt(s)`` per coordinate dwarfs a sum of a few tens of ``s_u /
   sqrt(|N_u|)`` rows at ML-100K's sizes.
 * a public degree (``dp_degree: c > 0``): every ``|N_t|`` the tables carry is ``c`` (so ``e_t^k
   = A_t^k / sqrt(c)`` and a client's edge weight is ``1 / sqrt(|N_u| c)``) and the vector has no
