@@ -10,10 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from fedrec.algorithms.methods.fedgrec import build_fedgrec_job
-from fedrec.algorithms.methods.fedgrec.dp import DEGREE_SENT, DPLayout, clipped, dp_tables
+from fedrec.algorithms.methods.fedgrec import FedGRecConfig, build_fedgrec_job
+from fedrec.algorithms.methods.fedgrec.dp import (
+    DEGREE_SENT,
+    DPBudget,
+    DPLayout,
+    clipped,
+    dp_tables,
+)
 from fedrec.algorithms.ncf_common import implicit_split
+from fedrec.config import build_config
 from fedrec.errors import ConfigError
+from fedrec.privacy.clipping import clip_l2
 
 from .test_fedgrec import CPU, config, first_users, run, trainer
 
@@ -72,6 +80,87 @@ def test_the_sums_are_what_every_client_recorded(ml100k_60, dp_clip) -> None:
                           rtol=1e-6)
 
 
+@pytest.mark.parametrize("latent_clip", [1e3, 0.05])
+def test_per_block_budgets_keep_the_sums_what_every_client_recorded(ml100k_60,
+                                                                     latent_clip) -> None:
+    """Per-block budgets, latent sums of changes: the server divides the latent block by its
+    public weight, so its sums are still those of the clients' records (clipped latent blocks
+    included: their rest follows later)."""
+    t, cfg = trainer(ml100k_60, **SMALL, **EXACT, dp_clip=0.3, dp_latent_clip=latent_clip,
+                     dp_latent_share=0.4)
+    run(t, 5)
+    deg, lat = recorded_sums(t, cfg, implicit_split(ml100k_60, cfg))
+    srv = t.job.server
+    assert torch.allclose(srv.degrees, deg, atol=1e-9)
+    assert torch.allclose(srv.latent, lat, atol=1e-9)
+    assert float(lat.abs().max()) > 1e-4
+
+
+@pytest.mark.parametrize("latent_clip", [1e3, 0.05])
+def test_latent_estimate_at_rate_one_is_the_last_refresh_sum(ml100k_60, latent_clip) -> None:
+    """``dp_latent: estimate`` with every client in every round and ``beta = 1``: after a
+    refresh round ``A`` is the sum of every client's whole contribution as it recorded it
+    (``f_A s_u``, clipped or not), not a running sum of changes."""
+    t, cfg = trainer(ml100k_60, **{**SMALL, "clients_per_round": 0}, **EXACT,
+                     dp_latent="estimate", dp_latent_clip=latent_clip, dp_latent_share=0.5)
+    run(t, 3)  # refreshes in rounds 1 and 3
+    _, lat = recorded_sums(t, cfg, implicit_split(ml100k_60, cfg))
+    assert torch.allclose(t.job.server.latent, lat, atol=1e-9)
+    assert float(lat.abs().max()) > 1e-4
+    if latent_clip < 1:  # clipped: every recorded share is at most the latent bound
+        for state in t.runtime.states.values():
+            assert float(state["sent"].norm()) <= latent_clip * (1 + 1e-9)
+
+
+def test_no_latent_release_and_a_public_degree_send_only_item_updates(ml100k_60) -> None:
+    """``dp_latent: none`` and ``dp_degree: c``: the vector is the item block alone, the latent
+    and degree tables never move from zero, the tables carry ``c`` for every degree, and the
+    item rows still learn under noise."""
+    t, _ = trainer(ml100k_60, **SMALL, dp="distributed", noise_multiplier=1.0,
+                   dp_latent="none", dp_degree=40.0)
+    before = t.job.server.item_emb.clone()
+    assert t.job.server.dp.plan.dim == t.job.server.num_items * SMALL["dim"]
+    run(t, 3)
+    srv = t.job.server
+    assert not srv.latent.any() and not srv.degrees.any()
+    sent = srv.tables()
+    assert torch.equal(sent["degrees"], torch.full_like(sent["degrees"], 40.0))
+    assert not sent["latent"].any()
+    assert not torch.equal(srv.item_emb, before)
+
+
+def test_the_dp_preset_releases_the_item_updates_alone() -> None:
+    """``--preset dp`` (docs/fedgrec.md's measured row): distributed DP solved for epsilon 8,
+    every client in every round, a vector of the item block only."""
+    cfg = build_config(FedGRecConfig, "fedgrec", "ml-100k", preset="dp")
+    assert (cfg.dp, cfg.target_epsilon, cfg.rounds, cfg.clients_per_round) == (
+        "distributed", 8.0, 10, 0)
+    assert cfg.dp_masking  # the preset keeps the secure sum's masking
+    lay = DPLayout.of(cfg, 1682)
+    assert lay.degrees is None and lay.latent is None and lay.size == 1682 * cfg.dim
+
+
+def test_a_client_vector_is_bounded_per_block() -> None:
+    """Per-block budgets: the head is clipped to ``C sqrt(1 - s)``, the latent block to ``b``
+    and weighted by ``w = C sqrt(s) / b``; the whole is within ``C``, so the DP aggregate's
+    own clipping leaves it as it is, up to rounding (the guarantee's sensitivity is
+    unchanged)."""
+    lay = DPLayout(num_items=5, dim=2, num_layers=1)
+    budget = DPBudget(clip=2.0, latent_clip=0.5, latent_share=0.36)
+    x = np.arange(lay.size, dtype=np.float64)
+    out, f_head, f_latent = budget.bound(x, lay)
+    head, tail = out[: lay.latent], out[lay.latent:]
+    assert np.linalg.norm(head) <= 2.0 * 0.8 and np.linalg.norm(tail) <= 2.0 * 0.6
+    assert budget.latent_weight == pytest.approx(2.0 * 0.6 / 0.5)
+    assert np.allclose(tail / budget.latent_weight, f_latent * x[lay.latent:])
+    assert np.allclose(head, f_head * x[: lay.latent]) and f_head < 1 and f_latent < 1
+    assert np.linalg.norm(out) <= 2.0  # the aggregate's clip moves it by rounding at most
+    assert np.allclose(clip_l2(torch.from_numpy(out), 2.0).numpy(), out, rtol=1e-12, atol=0)
+    # b = 0: clipped as a whole, one factor for both.
+    whole, f1, f2 = DPBudget(clip=2.0).bound(x, lay)
+    assert f1 == f2 and np.allclose(whole, clipped(x, 2.0)[0])
+
+
 def test_a_client_vector_is_clipped_as_a_whole() -> None:
     lay = DPLayout(num_items=5, dim=2, num_layers=1)
     assert (lay.degrees, lay.latent, lay.size) == (10, 15, 25)
@@ -81,6 +170,10 @@ def test_a_client_vector_is_clipped_as_a_whole() -> None:
     same, one = clipped(np.full(4, 0.1), 1.0)
     assert one == 1.0 and np.array_equal(same, np.full(4, 0.1))
     assert DPLayout(5, 2, 0).latent is None and DPLayout(5, 2, 0).size == 15
+    # Blocks a run does not release are not in the vector.
+    item_only = DPLayout(5, 2, 0, has_degrees=False)
+    assert (item_only.degrees, item_only.latent, item_only.size) == (None, None, 10)
+    assert (DPLayout(5, 2, 1, has_degrees=False).latent, DPLayout(5, 2, 1, False).size) == (10, 20)
 
 
 def test_a_distributed_run_resumes_to_the_same_model_and_report(ml100k_60) -> None:
@@ -108,6 +201,9 @@ def test_a_distributed_run_resumes_to_the_same_model_and_report(ml100k_60) -> No
 def test_what_dp_cannot_honour_is_a_one_line_error_before_training(ml100k_60) -> None:
     for bad, match in (({"download": "rows"}, "download: full"),
                        ({"refresh_period": 0}, "refresh_period > 0"),
+                       ({"dp_latent": "mean"}, "dp_latent"),
+                       ({"dp_latent_clip": 1.0, "dp_latent_share": 1.0}, "dp_latent_share"),
+                       ({"dp_latent_decay": 0.0}, "dp_latent_decay"),
                        ({"noise_multiplier": 0.0}, "noise_multiplier > 0 or target_epsilon")):
         with pytest.raises(ConfigError, match=match) as err:
             config(**{**SMALL, "dp": "distributed", "noise_multiplier": 1.0, **bad})

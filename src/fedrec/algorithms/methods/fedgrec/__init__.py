@@ -88,17 +88,19 @@ option is a one-line ConfigError. Not handled yet: a client absent from the warm
 round 1) is missing from ``|N_t|`` for the whole run, and its first contribution then arrives
 whole at its first refresh round.
 
-``dp: distributed | central`` (:mod:`fedrec.federation.dp_sum`, beyond the paper): user-level
-DP through the one DP aggregate. No warm-up; each round a Poisson cohort sends one vector per
-client, ``[delta e_t^0 | degree change | latent change]``, clipped in L2 to ``dp_clip`` as a
-whole (Skellam noise inside the secure sum, or a trusted server's Gaussian); the server keeps
-the degree and latent sums unnormalised and divides by ``sqrt(max(D_t, 1))`` itself, and moves
-``e_t^0`` by ``server_lr`` times the noised update sum over the expected cohort. What one release
-is, what a client records when clipped and why a persisting latent contribution is accounted in
-the rounds that carried it: :mod:`fedrec.algorithms.methods.fedgrec.dp`. ``secure_aggregation``,
-``plain_upload`` and ``plain_sum_part`` are not read (masking is ``dp_masking``'s); ``download:
-rows``, and ``refresh_period: 0`` with latent layers, are one-line errors. Evaluation replies go
-to the experimenter; no loss is sent.
+``dp: distributed | central`` (:mod:`fedrec.federation.dp_sum`, beyond the paper): user-level DP
+through the one DP aggregate. No warm-up; each round a Poisson cohort sends one vector per client,
+``[delta e_t^0 | degree change | latent change]``, clipped in L2 to ``dp_clip`` as a whole
+(Skellam noise inside the secure sum, or a trusted server's Gaussian); the server keeps the degree
+and latent sums unnormalised and divides by ``sqrt(max(D_t, 1))`` itself, and moves ``e_t^0`` by
+``server_lr`` times the noised update sum over the expected cohort. What one release is, what a
+client records when clipped and why a persisting latent contribution is accounted in the rounds
+that carried it: :mod:`fedrec.algorithms.methods.fedgrec.dp`, which also states the public options
+that bound the noise the tables carry (per-block budgets ``dp_latent_clip`` and
+``dp_latent_share``; ``dp_latent: sums | estimate | none``; a public degree ``dp_degree``).
+``secure_aggregation``, ``plain_upload`` and ``plain_sum_part`` are not read (masking is
+``dp_masking``'s); ``download: rows``, and ``refresh_period: 0`` with latent layers, are one-line
+errors. Evaluation replies go to the experimenter; no loss is sent.
 
 Where the paper's text is cut (Sections 5.1-5.3 and Algorithm 1 are lost in our copy), we chose:
 the latent contributions as changes since the client's last one (so the server's tables are

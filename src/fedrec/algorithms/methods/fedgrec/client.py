@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
-from fedrec.algorithms.methods.fedgrec.dp import DEGREE_SENT, DPLayout, clipped, recorded
+from fedrec.algorithms.methods.fedgrec.dp import DEGREE_SENT, DPBudget, DPLayout, recorded
 from fedrec.algorithms.methods.fedgrec.steps import (
     EVALUATE,
     REQUEST_ROWS,
@@ -91,7 +91,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
         self.num_items = num_items
         self.conv = LightGCNConv(cfg.num_layers)
         self.secure = cfg.sum_client()
-        self.layout = DPLayout(num_items, cfg.dim, cfg.num_layers)
+        self.layout = DPLayout.of(cfg, num_items)
         self.dp = DPSumClient(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
 
     def init_state(self, party: Any, data: Any, secret: PartySecret) -> dict[str, Any]:
@@ -308,25 +308,32 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                   trained: torch.Tensor, delta_rows: torch.Tensor,
                   items: torch.Tensor) -> Payload:
         """Under ``dp``: Step 4's one vector ``[delta e_t^0 | degree change | latent change]``
-        (:mod:`fedrec.algorithms.methods.fedgrec.dp`), clipped to ``dp_clip`` and handed to the
-        DP aggregate; the clipped share of each change is recorded once it is in the sum.
+        (:mod:`fedrec.algorithms.methods.fedgrec.dp`; no degree block with ``dp_degree``, the
+        whole latent contribution with ``dp_latent: estimate``, none with ``none``), bounded
+        to ``dp_clip`` as a whole or per block
+        (:class:`~fedrec.algorithms.methods.fedgrec.dp.DPBudget`) and handed to the DP
+        aggregate; the clipped share of each change is recorded once it is in the sum.
         ``trained``/``delta_rows``: the item rows it trained and their change; ``items``: its
         own items."""
         assert self.dp is not None
-        lay, k = self.layout, self.cfg.num_layers
-        at = [row_positions(trained, lay.dim), lay.degrees + items.numpy()]
-        values = [delta_rows.numpy().ravel(), np.full(len(items), 1.0 - ctx.state[DEGREE_SENT])]
+        cfg, lay, k = self.cfg, self.layout, self.cfg.num_layers
+        whole = cfg.dp_latent == "estimate"  # the whole contribution, not a change
+        at, values = [row_positions(trained, lay.dim)], [delta_rows.numpy().ravel()]
+        if lay.degrees is not None:  # a public degree needs no degree block
+            at.append(lay.degrees + items.numpy())
+            values.append(np.full(len(items), 1.0 - ctx.state[DEGREE_SENT]))
         change = None
         if refresh and lay.latent is not None and len(items):
             sources = torch.stack([ctx.state["e0"], *ctx.state["latent"][: k - 1]]).double()
-            change = sources - ctx.state["sent"]
+            change = sources if whole else sources - ctx.state["sent"]
             w = torch.full((len(items),), len(items) ** -0.5, dtype=torch.float64)
             lat_at, lat_values = contribution_rows(items, w, change, lay.num_items)
             at.append(lay.latent + lat_at)
             values.append(lat_values)
-        x, factor = clipped(SparseUpload(lay.size, np.concatenate(at),
-                                         np.concatenate(values)).dense(), self.dp.plan.clip)
-        ctx.state[PENDING] = recorded(ctx.state, factor, change)
+        x, f_head, f_latent = DPBudget.of(cfg).bound(
+            SparseUpload(lay.size, np.concatenate(at), np.concatenate(values)).dense(), lay)
+        f_degree = f_head if lay.degrees is not None else 0.0
+        ctx.state[PENDING] = recorded(ctx.state, f_degree, f_latent, change, whole)
         out = self.dp.upload(ctx, x, request)
         if not self.dp.masked:  # a plain upload is in the sum once sent
             commit(ctx.state)

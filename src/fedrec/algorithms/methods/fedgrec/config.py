@@ -14,6 +14,7 @@ from fedrec.federation.secure_sum import PLAIN_FORMATS, SecureSumOptions
 LOSSES = ("bpr", "mse")
 LR_SCHEDULES = ("constant", "cosine")
 DOWNLOADS = ("full", "rows")
+DP_LATENT = ("sums", "estimate", "none")
 
 
 @dataclass
@@ -65,6 +66,23 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions, DPOptions):
                                        "(0: the whole cohort at once); the same sum")
     secagg_clip: float = option(1.0, "bound of every upload coordinate: item updates are "
                                      "clipped to it, latent changes sent in parts that fit")
+    # Under dp only (fedrec.algorithms.methods.fedgrec.dp: what each changes and its noise).
+    dp_latent_clip: float = option(0.0, "dp: 0 clips a client's vector to dp_clip as a whole | "
+                                        "b > 0: the latent block is clipped to L2 b on its own "
+                                        "and given dp_latent_share of dp_clip^2 (the item and "
+                                        "degree blocks the rest)")
+    dp_latent_share: float = option(0.5, "dp_latent_clip > 0: the latent block's share of "
+                                         "dp_clip^2 (its noise: z b / sqrt(share))")
+    dp_latent: str = option("sums", "dp: sums: the latent sums add each client's change "
+                                    "(their noise grows with the refreshes) | estimate: clients "
+                                    "send their whole contribution, A <- (1 - beta) A + beta x "
+                                    "the round's sum / rate | none: no latent block, the item "
+                                    "latent tables stay 0 (e_u^1 still from e_t^0)")
+    dp_latent_decay: float = option(1.0, "dp_latent: estimate: beta in (0, 1] (1: A is the "
+                                         "last refresh round's estimate)")
+    dp_degree: float = option(0.0, "dp: 0: |N_t| is the noised degree sum (a degree block in "
+                                   "every vector) | c > 0: every |N_t| is this public constant "
+                                   "(no degree block)")
 
     def validate(self) -> None:
         super().validate()
@@ -87,6 +105,14 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions, DPOptions):
         check_choice("loss", self.loss, LOSSES)
         check_choice("download", self.download, DOWNLOADS)
         check_choice("plain_upload", self.plain_upload, PLAIN_FORMATS)
+        check_range("dp_latent_clip", self.dp_latent_clip, 0.0)
+        check_range("dp_latent_share", self.dp_latent_share, 0.0, 1.0, low_open=True)
+        check_choice("dp_latent", self.dp_latent, DP_LATENT)
+        check_range("dp_latent_decay", self.dp_latent_decay, 0.0, 1.0, low_open=True)
+        check_range("dp_degree", self.dp_degree, 0.0)
+        if self.dp_latent_clip > 0 and self.dp_latent_share >= 1:
+            raise ConfigError("dp_latent_share must be < 1 (the item block needs a share of "
+                              "dp_clip^2)")
         if self.dp != "none" and self.download != "full":
             raise ConfigError(f"dp={self.dp} needs download: full (with download: rows each "
                               "client names its items to the server in clear)")

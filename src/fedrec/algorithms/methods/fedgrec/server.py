@@ -13,7 +13,7 @@ import torch
 
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
-from fedrec.algorithms.methods.fedgrec.dp import DPLayout, dp_tables
+from fedrec.algorithms.methods.fedgrec.dp import DPBudget, DPLayout, dp_tables
 from fedrec.algorithms.methods.fedgrec.steps import (
     EVALUATE,
     REQUEST_ROWS,
@@ -55,7 +55,7 @@ class FedGRecServer(ServerLogic):
         self.degrees = torch.zeros(num_items, dtype=torch.float64, device=device)
         self.warm = k == 0  # K = 0: no latent embeddings, no warm-up
         self.rows_downloaded = 0
-        self.layout = DPLayout(num_items, d, k)
+        self.layout = DPLayout.of(cfg, num_items)
         self.dp = DPAggregate(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
         if self.dp is not None:
             self.warm = True  # under dp the tables fill from the rounds (no warm-up)
@@ -63,7 +63,7 @@ class FedGRecServer(ServerLogic):
     # -- what is sent -------------------------------------------------------------------------
     def tables(self) -> Payload:
         if self.dp is not None:
-            return dp_tables(self.item_emb, self.latent, self.degrees)
+            return dp_tables(self.item_emb, self.latent, self.degrees, self.cfg.dp_degree)
         return {"item_emb": self.item_emb.float(), "latent": self.latent.float(),
                 "degrees": self.degrees.float()}
 
@@ -160,8 +160,10 @@ class FedGRecServer(ServerLogic):
     def _dp_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
         """One round of the DP aggregate (:mod:`fedrec.algorithms.methods.fedgrec.dp`): the
         server sees the noised sum of the Poisson cohort's clipped vectors; ``e_t^0`` moves by
-        ``server_lr`` times its block over the public expected cohort, the degree and (in a
-        refresh round) latent blocks are added to ``D`` and ``A``."""
+        ``server_lr`` times its block over the public expected cohort, the degree block (unless
+        ``dp_degree`` is public) is added to ``D`` and, in a refresh round, the latent block
+        (divided by its public weight) is added to ``A`` or, with ``dp_latent: estimate``,
+        re-estimates it: ``A <- (1 - beta) A + beta S / q``."""
         assert self.dp is not None
         n, d, lay = self.num_items, self.cfg.dim, self.layout
         cohort = self.dp.cohort(rt)
@@ -171,10 +173,17 @@ class FedGRecServer(ServerLogic):
         total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
         mean = torch.from_numpy(expected_mean(total[: n * d], self.dp.plan)).reshape(n, d)
         self.item_emb += (self.cfg.server_lr * mean).to(self.item_emb)
-        self.degrees += torch.from_numpy(total[lay.degrees: lay.degrees + n]).to(self.degrees)
+        if lay.degrees is not None:  # none with a public degree
+            self.degrees += torch.from_numpy(total[lay.degrees: lay.degrees + n]).to(
+                self.degrees)
         if refresh and lay.latent is not None:
-            self.latent += torch.from_numpy(total[lay.latent:]).reshape(
-                self.cfg.num_layers, n, d).to(self.latent)
+            latent = torch.from_numpy(total[lay.latent:] / DPBudget.of(self.cfg).latent_weight
+                                      ).reshape(self.cfg.num_layers, n, d).to(self.latent)
+            beta = self.cfg.dp_latent_decay
+            if self.cfg.dp_latent == "estimate":  # from the round's whole contributions
+                self.latent = (1 - beta) * self.latent + beta * latent / self.dp.plan.rate
+            else:
+                self.latent += latent
         return {"clients": float(len(survivors)), "refresh": float(refresh)}
 
     # -- evaluation, checkpoints, report ------------------------------------------------------
@@ -220,7 +229,9 @@ class FedGRecServer(ServerLogic):
         if self.dp is not None:
             return dict(self.dp.report(), releases=(
                 "one per round: the noised sum of the Poisson cohort's clipped vectors "
-                "[item-row updates | degree change | latent change]; no warm-up under dp. The "
+                "[item-row updates | degree change | latent change] (no degree block with a "
+                "public dp_degree, no latent block with dp_latent: none); no warm-up under dp. "
+                "The "
                 "degree and latent tables are sums of released sums (post-processing), so a "
                 "latent contribution that persists in them is accounted in the rounds that "
                 "carried it"))
