@@ -12,11 +12,11 @@ import pytest
 from fedrec.algorithms import ALGORITHMS
 from fedrec.cli.main import main
 from fedrec.cli.summary import summary_rows
-from fedrec.config import (
+from fedrec.config import presets
+from fedrec.configs.measured import (
     PRIVACY_COSTS_NAME,
     PRIVATE_MODES_NAME,
     measured_privacy_costs,
-    presets,
     privacy_cost,
 )
 from fedrec.reproduce.defaults import GENERALISATION, NOT_RUN, PRIVACY_COSTS, plan

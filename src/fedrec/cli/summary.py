@@ -37,7 +37,7 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
         ("bytes total", format_bytes(totals.get("bytes_total", 0))),
     ]
     rows += privacy_rows(r.get("privacy") or {})
-    from fedrec.config import privacy_cost
+    from fedrec.configs.measured import privacy_cost
 
     cost = privacy_cost(r["algorithm"], r["dataset"], r["config"])
     if cost is not None:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrec import configs
-from fedrec.config import PRIVATE_MODES_NAME
+from fedrec.configs.measured import PRIVATE_MODES_NAME
 from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
 from fedrec.reproduce.report import (
@@ -309,9 +309,9 @@ KEEP = 0.05
 
 def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """For each method and dataset with its no-mechanism run: the line a run without DP quotes
-    in its summary (:func:`fedrec.config.privacy_cost`): the smallest epsilon whose test metric
-    is within :data:`KEEP` of the run without any mechanism, or what epsilon 16 costs where none
-    is."""
+    in its summary (:func:`fedrec.configs.measured.privacy_cost`): the smallest epsilon whose
+    test metric is within :data:`KEEP` of the run without any mechanism, or what epsilon 16
+    costs where none is."""
     out = []
     for t in TARGETS:
         for dataset in t.datasets:
