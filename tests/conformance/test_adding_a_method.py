@@ -165,7 +165,8 @@ def test_a_minimal_method_passes_the_conformance_suite(data_root, tmp_path, caps
     test_privacy_boundary.test_changing_one_partys_data_changes_only_its_messages(
         NAME, 0.3, {}, data_root)
     test_public_meta.test_the_server_builds_from_public_metadata(NAME, data_root)
-    test_resume.test_resume_equals_the_uninterrupted_run(NAME, data_root, tmp_path / "resume")
+    test_resume.test_resume_equals_the_uninterrupted_run(NAME, {}, data_root,
+                                                         tmp_path / "resume")
     for how in ("dropped", "rejected"):
         test_no_update.test_a_round_without_updates_stops_with_the_runtimes_error(
             NAME, how, data_root)
