@@ -84,3 +84,20 @@ def test_quick_reproduction_writes_the_tables(tmp_path: Path, data_root: Path,
     assert "feras | citeseer" in text and "Not run: fl-mv-dssm" in text
     costs = json.loads((out / PRIVACY_COSTS_NAME).read_text())
     assert [c["algorithm"] for c in costs] == [c.algorithm for c in PRIVACY_COSTS]
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_reproduction_elsewhere_leaves_the_packaged_measurements_alone(
+        tmp_path: Path, quick: bool) -> None:
+    """Only the checkout's own results/<folder> (not --quick) rewrites the packaged copy: a
+    user's --out, or the empty report-only pass that checks --only, must not erase it."""
+    from fedrec import configs
+    from fedrec.reproduce.report import write_measured
+
+    packaged = Path(configs.__file__).parent / PRIVATE_MODES_NAME
+    before = packaged.read_bytes() if packaged.is_file() else None
+    (tmp_path / "privacy").mkdir()
+    write_measured(tmp_path / "privacy", PRIVATE_MODES_NAME, "[]\n", "the private modes",
+                   quick=quick)
+    assert (tmp_path / "privacy" / PRIVATE_MODES_NAME).read_text() == "[]\n"
+    assert (packaged.read_bytes() if packaged.is_file() else None) == before

@@ -26,12 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedrec import configs
 from fedrec.config import presets
 from fedrec.configs.measured import PRIVACY_COSTS_NAME
-from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
-from fedrec.reproduce.report import finish_report, fmt, markdown_table, metric, selected_rounds
+from fedrec.reproduce.report import (
+    finish_report,
+    fmt,
+    markdown_table,
+    metric,
+    selected_rounds,
+    write_measured,
+)
 from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
 
 
@@ -179,11 +184,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
         [[c["algorithm"], c["dataset"], c["label"], c["metric"], f"{c['with']:.4f}",
           f"{c['without']:.4f}"] for c in costs]) if costs else "not run yet\n")
     out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(costs, indent=1) + "\n"
-    write_atomic(out / PRIVACY_COSTS_NAME, text, "the measured privacy costs")
-    if not quick:  # the packaged copy runs quote (a test checks the two agree)
-        write_atomic(Path(configs.__file__).parent / PRIVACY_COSTS_NAME, text,
-                     "the packaged privacy costs")
+    write_measured(out, PRIVACY_COSTS_NAME, json.dumps(costs, indent=1) + "\n",
+                   "the measured privacy costs", quick=quick)
     return finish_report(out, lines, specs)
 
 

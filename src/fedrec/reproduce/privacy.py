@@ -45,9 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedrec import configs
 from fedrec.configs.measured import PRIVATE_MODES_NAME
-from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
 from fedrec.reproduce.report import (
     finish_report,
@@ -56,6 +54,7 @@ from fedrec.reproduce.report import (
     metric,
     plot,
     train_bytes_per_round,
+    write_measured,
 )
 from fedrec.reproduce.runner import (
     Candidates,
@@ -388,10 +387,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                   f"epsilon {TUNE_EPSILON:g}, seed 0)", "",
                   markdown_table(["candidate", f"validation {choice.select_on or 'rmse'}", ""],
                                  rows)]
-    text = json.dumps(private_modes(res), indent=1) + "\n"
-    write_atomic(out / PRIVATE_MODES_NAME, text, "the private modes")
-    if not quick:  # the packaged copy runs quote (tests/reproduce/test_defaults.py: they agree)
-        write_atomic(Path(configs.__file__).parent / PRIVATE_MODES_NAME, text,
-                     "the packaged private modes")
+    write_measured(out, PRIVATE_MODES_NAME, json.dumps(private_modes(res), indent=1) + "\n",
+                   "the private modes", quick=quick)
     trials = [t for c in (choices or {}).values() for t in c.trials]
     return finish_report(out, lines, [*trials, *specs])

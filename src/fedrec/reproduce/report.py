@@ -14,10 +14,23 @@ from typing import Any
 
 import numpy as np
 
+from fedrec import configs
 from fedrec.core.files import write_atomic, writing
 from fedrec.reproduce.runner import RunSpec, status_of
 
 Results = list[dict[str, Any]]
+
+
+def write_measured(out: Path, name: str, text: str, what: str, *, quick: bool) -> None:
+    """Write ``OUT/name`` (a measurement a run's summary quotes, :mod:`fedrec.configs.measured`)
+    and, when ``out`` is this checkout's ``results/<folder>`` and the run is not ``--quick``, the
+    packaged copy runs read. A reproduction into any other folder (a user's ``--out``, the
+    temporary report-only pass of ``--only``) leaves the package as it is: the package quotes
+    the committed results, which a test checks it equals."""
+    write_atomic(out / name, text, what)
+    checkout = Path(configs.__file__).resolve().parents[3]  # src/fedrec/configs/__init__.py
+    if not quick and out.resolve().parent == checkout / "results":
+        write_atomic(Path(configs.__file__).parent / name, text, f"the packaged copy of {what}")
 
 
 def at_selected_round(run: dict[str, Any]) -> dict[str, Any]:
