@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -10,7 +11,15 @@ import pytest
 
 from fedrec.cli.main import build_parser, main
 from fedrec.config import parse_options
-from fedrec.reproduce.privacy import EPSILONS, TARGET, TARGETS, plan
+from fedrec.reproduce.privacy import (
+    AUDITS_NAME,
+    EPSILONS,
+    MODES_NAME,
+    TARGET,
+    TARGETS,
+    audit_parameters,
+    plan,
+)
 from fedrec.reproduce.report import command_of
 
 
@@ -48,9 +57,38 @@ def test_quick_reproduction_reports_epsilon_and_the_metric(tmp_path: Path, data_
     for method in (t.method for t in TARGETS if t.in_quick):
         for e in (1, 16):  # the server-side epsilon is the target, to the solver's tolerance
             row = re.search(rf"^\| {method} \| eps-{e} \| ([\d.]+) \| ([\d.]+) \| [\d.]+ \| "
-                            r"(\d\.\d{4}) \| [\d.]+ \w?i?B \| [\d.]+ \|$", text, re.M)
+                            r"(\d\.\d{4}) \| [^|]+ \| ([\d.]+) \| [\d.]+ \w?i?B \| [\d.]+ \|$",
+                            text, re.M)
             assert row and float(row[1]) == pytest.approx(e, rel=0.01), (method, e)
             assert float(row[2]) < float(row[1])  # sampled: amplified for the released model
+            assert float(row[4]) < float(row[1])  # audited below accounted
         assert re.search(rf"^\| {method} \| none \| none \| none \| – \| \d\.\d{{4}} \| ",
                          text, re.M)
         assert (tmp_path / f"{method}.png").is_file()
+        # The page per method and mode: the unit, and the no-mechanism row's metric.
+        modes = (tmp_path / MODES_NAME).read_text()
+        section = modes.split(f"## {method} (ml-100k)\n", 1)[1].split("\n## ", 1)[0]
+        assert f"Protected unit: {TARGET[method].unit}." in section
+        assert re.search(r"^\| no mechanism \| [^|]+ \| [^|]+ \| none \| none \| \d\.\d{4} \|",
+                         section, re.M), method
+    assert json.loads((tmp_path / AUDITS_NAME).read_text())  # every DP row audited, kept
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_committed_dp_row_is_audited_below_its_accounted_epsilon() -> None:
+    """Issue 38: every DP row's audit (results/privacy/audits.json, made by the reproduction)
+    stays below the epsilon accounted for the same mechanism; the no-noise rows' audits (no
+    accounted epsilon) show the audit could tell, and every committed DP run has its audit."""
+    audits = json.loads((REPO / "results/privacy" / AUDITS_NAME).read_text())
+    noisy = [a for a in audits.values() if a["accounted_epsilon"] is not None]
+    assert noisy
+    for a in noisy:
+        assert a["epsilon_lower_bound"] < a["accounted_epsilon"], a
+    ceiling = [a["epsilon_lower_bound"] for a in audits.values() if a["accounted_epsilon"] is None]
+    assert ceiling and min(ceiling) > 2  # with the noise removed, the audit certifies a lot
+    for path in (REPO / "results/privacy/runs/dp").glob("*/*/*/seed-0/results.json"):
+        params = audit_parameters(json.loads(path.read_text()))
+        if params is not None:
+            assert json.dumps(params, sort_keys=True) in audits, path

@@ -41,12 +41,17 @@ print; they are not re-run here.
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fedrec.configs.measured import PRIVATE_MODES_NAME
+from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
+from fedrec.reproduce.privacy_modes import RowReaders, write_modes
 from fedrec.reproduce.report import (
     finish_report,
     format_bytes,
@@ -99,6 +104,8 @@ class Target:
     #: reference rows exist only for the DP aggregate.
     mechanism: dict[str, Any] = field(default_factory=lambda: {"dp": "distributed"})
     in_quick: bool = True  # False: even two rounds take minutes (every client every round)
+    #: What one neighbouring run changes (user-level: one party's whole data), for the page.
+    unit: str = "one user: all its ratings, in every round it takes part in"
 
     @property
     def aggregate(self) -> bool:
@@ -147,7 +154,8 @@ TARGETS: tuple[Target, ...] = (
         "clip-10": {**_GREC_DP, "dp_clip": 10.0},
     }, {"dp": "none", "secure_aggregation": False},
         {"rounds": 2, "eval_every": 1, "clients_per_round": 100, "dim": 4, "num_layers": 1,
-         "user_fit_steps": 2, "user_fit_train_steps": 2}),
+         "user_fit_steps": 2, "user_fit_train_steps": 2},
+        unit="one user: all its interactions, in every round it takes part in"),
     # The device is the unit (all its views). The DP rows replace the paper's view-level sigma
     # (its own row, paper-mechanism); the unmasked DP sum requires secure_aggregation off.
     Target("fl-mv-dssm", ("ml-100k",), "Recall@10", {
@@ -157,7 +165,8 @@ TARGETS: tuple[Target, ...] = (
     }, {"dp": "none"}, {"rounds": 2, "eval_every": 1, "clients_per_round": 100,
                         "eval_devices": 50},
         paper_mechanism={"dp": "none", "noise_multiplier": 1.0},
-        noise_option="dp_noise_multiplier"),
+        noise_option="dp_noise_multiplier",
+        unit="one device: all its views' data, in every round it takes part in"),
     # PTF-FedRec's own mechanism: Gaussian scores on a public random item sample per upload,
     # composed over a client's uploads (ptf_fedrec.upload_dp); its defence is then off.
     Target("ptf-fedrec", ("ml-100k",), "Recall@20", {
@@ -165,13 +174,15 @@ TARGETS: tuple[Target, ...] = (
         "m30": {"upload_items": 30},
     }, {"upload_dp": "none", "defense": "none"},
         mechanism={"upload_dp": "gaussian", "defense": "none"},
-        paper_mechanism={"upload_dp": "none"}, in_quick=False),
+        paper_mechanism={"upload_dp": "none"}, in_quick=False,
+        unit="one client: all its interactions, through every upload of scores it makes"),
     Target("fed-mvmf", ("ml-100k",), "Recall@10", {
         "c1": {"dp_clip": 1.0, "rounds": 50, "eval_every": 10},
         "c5": {"dp_clip": 5.0, "rounds": 50, "eval_every": 10},
         "c20": {"dp_clip": 20.0, "rounds": 50, "eval_every": 10},
     }, {"dp": "none"}, {"rounds": 2, "eval_every": 1, "clients_per_round": 100,
-                        "eval_devices": 50}),
+                        "eval_devices": 50},
+        unit="one device: all its views' data, in every round it takes part in"),
 )
 METHODS = tuple(t.method for t in TARGETS)
 TARGET = {t.method: t for t in TARGETS}
@@ -254,6 +265,84 @@ def _privacy_figures(runs: list[dict[str, Any]]) -> tuple[str, str, str]:
     released = p.get("epsilon_released_model")
     return ("none (trusted server)" if server is None else f"{server:.3g}",
             "–" if released is None else f"{released:.3g}", f"{z:.3g}")
+
+
+#: Each DP row's one-run audit (:func:`fedrec.privacy.audit.audit_aggregate`): this many
+#: canaries in a space of this many dimensions (nearly orthogonal directions), 95% confidence.
+AUDIT_CANARIES = 1000
+AUDIT_DIM = 1000
+#: The audits already made, by the parameters they replay (a report-only pass reruns none).
+AUDITS_NAME = "audits.json"
+#: The page per method and mode (:mod:`fedrec.reproduce.privacy_modes`), beside README.md.
+MODES_NAME = "modes.md"
+#: The differencing attacks on released sums (``bench/bench_aggregate_attacks.py``).
+ATTACKS = "results/privacy-attacks"
+
+
+def audit_parameters(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The release mechanism of a row's run as the audit replays it, or None where the run has
+    no formal mechanism: the DP aggregate (``dp`` distributed or central) at the run's noise
+    multiplier, clip, releases of the most-participating client and survivor threshold; or
+    PTF-FedRec's Gaussian on each upload, which is the Gaussian mechanism composed over the
+    client's uploads (``central`` at clip 1: the audit is scale-free). The audit attacks this
+    mechanism with canary clients sending the strongest clipped signal, not the trained model:
+    a lower bound from it below the accounted epsilon says the noise and the accounting of
+    what the server decodes agree, not that the model leaks less."""
+    p = run.get("privacy") or {}
+    z = p.get("noise_multiplier")
+    # A run without noise reports no participations: the grid samples every client every round.
+    rounds = p.get("participations_max") or (run.get("config") or {}).get("rounds")
+    if z is None or not rounds:
+        return None
+    if p.get("upload_dp") not in (None, "none"):
+        return {"mechanism": "central", "noise_multiplier": float(z), "clip": 1.0,
+                "rounds": int(rounds), "threshold": 1.0}
+    if p.get("dp") not in ("distributed", "central"):
+        return None
+    threshold = float(run["config"].get("secagg_threshold", 1.0)) if p["dp"] == "distributed" \
+        else 1.0
+    return {"mechanism": p["dp"], "noise_multiplier": float(z), "clip": float(p["dp_clip"]),
+            "rounds": int(rounds), "threshold": threshold}
+
+
+def audit_row(runs: list[dict[str, Any]], audits: dict[str, dict[str, float]]) -> str:
+    """The audited lower bound on epsilon of a row's mechanism (its first seed's), from
+    ``audits`` or made and added there. With no noise (the ``no-noise`` row) the audit runs
+    the noiseless mechanism: its bound is the most these canaries can certify."""
+    params = audit_parameters(runs[0]) if runs else None
+    if params is None:
+        return "–"
+    key = json.dumps(params, sort_keys=True)
+    if key not in audits:
+        from fedrec.privacy.audit import audit_aggregate
+
+        noiseless = params["noise_multiplier"] <= 0
+        res = audit_aggregate(
+            params["mechanism"], canaries=AUDIT_CANARIES, rounds=params["rounds"],
+            dim=AUDIT_DIM, clip=params["clip"],
+            noise_multiplier=1.0 if noiseless else params["noise_multiplier"],
+            threshold=params["threshold"], remove_noise=noiseless,
+            rng=np.random.default_rng(zlib.crc32(key.encode())))
+        audits[key] = {"epsilon_lower_bound": res.epsilon_lower_bound,
+                       "accounted_epsilon": None if noiseless else res.accounted_epsilon}
+    return f"{audits[key]['epsilon_lower_bound']:.3g}"
+
+
+def attack_f1(runs: list[dict[str, Any]]) -> str:
+    """The F1 of the attack a row's run measured on what the server received (its privacy
+    report's ``measured_attack_f1``, in any part: PTF-FedRec's cross-upload attack in every
+    mode; FedGNN's rated-item attack with ``measure_leakage``), with its chance F1 where the
+    report gives one; ``–`` where the run measured none (the aggregate attacks are in
+    results/privacy-attacks)."""
+    if not runs:
+        return "–"
+    p = runs[0].get("privacy") or {}
+    for part in (p, *(v for v in p.values() if isinstance(v, dict))):
+        f1 = part.get("measured_attack_f1")
+        if f1 is not None:
+            chance = part.get("measured_chance_f1")
+            return f"{f1:.3f}" + ("" if chance is None else f" (chance {chance:.3f})")
+    return "–"
 
 
 def _test(runs: list[dict[str, Any]], name: str) -> str:
@@ -353,8 +442,18 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
              "Server-side epsilon: user level, delta 1e-5, no "
              "amplification by sampling, over the rounds of the most-participating client; "
              "released model: against whoever sees only the models (every client is sampled "
-             "in every round here, so it equals the server's). The commands are in the Runs "
-             "table.", ""]
+             "in every round here, so it equals the server's). Attack F1 (run): the attack the "
+             "run itself measured on the server's inbox, where it has one (PTF-FedRec's "
+             "cross-upload attack); the attacks on the released sums are in "
+             "results/privacy-attacks. Audited epsilon: a one-run audit "
+             f"({AUDIT_CANARIES} canary clients, 95% confidence, "
+             "`fedrec.reproduce.privacy.audit_parameters`) of the row's release mechanism at its "
+             "noise, clip and releases; on a no-noise row, the most the audit can certify. "
+             "Per method and mode (threat, unit, attacks): [modes.md](modes.md). "
+             "The commands are in the Runs table.", ""]
+    audits_path = out / AUDITS_NAME
+    audits: dict[str, dict[str, float]] = (json.loads(audits_path.read_text())
+                                           if audits_path.is_file() else {})
     tables: dict[tuple[str, str], list[list[str]]] = {}
     for spec in specs:
         _, method, dataset, name = spec.key.split("/")
@@ -362,7 +461,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
         server, released, z = _privacy_figures(runs)
         tables.setdefault((method, dataset), []).append(
             [method, name, server, released, z, _test(runs, TARGET[method].metric),
-             *_cost(runs)])
+             attack_f1(runs), audit_row(runs, audits), *_cost(runs)])
     for (method, dataset), rows in tables.items():
         pattern = TARGET[method].paper_runs
         path = Path(pattern.format(dataset=dataset)) / "results.json" if pattern else None
@@ -371,11 +470,13 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
             eps = (run.get("privacy") or {}).get("epsilon")
             rows.append([method, f"paper mechanism (`{path.parent}`)",
                          "–" if eps is None else f"{eps:.3g}", "–", "–",
-                         _test([run], TARGET[method].metric), *_cost([run])])
+                         _test([run], TARGET[method].metric), attack_f1([run]), "–",
+                         *_cost([run])])
         lines += [f"## {method} on {dataset}", "",
                   markdown_table(["method", "setting", "epsilon (server)",
                                   "epsilon (released model)", "noise multiplier",
-                                  f"test {TARGET[method].metric}", "train bytes / round",
+                                  f"test {TARGET[method].metric}", "attack F1 (run)",
+                                  "audited epsilon (lower bound)", "train bytes / round",
                                   "s / round"], rows)]
     for method in dict.fromkeys(m for m, _ in tables):
         _plot(out, method, specs, res)
@@ -389,5 +490,11 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                                  rows)]
     write_measured(out, PRIVATE_MODES_NAME, json.dumps(private_modes(res), indent=1) + "\n",
                    "the private modes", quick=quick)
+    read = RowReaders(_privacy_figures, lambda runs: audit_row(runs, audits), attack_f1)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / MODES_NAME, write_modes(TARGETS, EPSILONS, res, Path(ATTACKS), read) + "\n",
+                 "the privacy page per method and mode")
+    write_atomic(audits_path, json.dumps(audits, indent=1, sort_keys=True) + "\n",
+                 "the rows' audits")
     trials = [t for c in (choices or {}).values() for t in c.trials]
     return finish_report(out, lines, [*trials, *specs])
