@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from fedrec.config import presets
 from fedrec.configs.measured import PRIVATE_MODES_NAME
 from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
@@ -421,7 +422,11 @@ def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
             mode = f"{key}={t.mechanism[key]}"
             if kept:
                 e, v = kept[0]
-                line = (f"{head}; {mode} at epsilon {e:g} (the settings in results/privacy) "
+                preset = presets(t.method).get("dp") or {}  # a preset that is this row
+                where = ("--preset dp" if dataset == t.datasets[0]
+                         and preset.get("target_epsilon") == e
+                         else "the settings in results/privacy")
+                line = (f"{head}; {mode} at epsilon {e:g} ({where}) "
                         f"kept {t.metric} {v:.4f} against {base:.4f} without any mechanism")
             else:
                 e, v = scored[-1]
