@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -24,6 +26,24 @@ def fedrec(*args: str, data_root: Path, timeout: float = 300,
         [sys.executable, "-m", "fedrec.cli.main", *args],
         capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
     )
+
+
+def fedrec_in_process(*args: str, data_root: Path) -> subprocess.CompletedProcess:
+    """``fedrec ARGS`` through the same :func:`fedrec.cli.main.main` in this process: for the
+    refusals, which end before any training (a subprocess each paid torch's import, about a
+    minute over this module). An exception that escapes ``main`` fails the test, as a
+    traceback in a subprocess would; argparse's own errors exit 2 as in a subprocess."""
+    from fedrec.cli.main import main as fedrec_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        mp.setenv("FEDREC_DATA", str(data_root))
+        try:
+            code = fedrec_main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def assert_clean_error(res: subprocess.CompletedProcess, *fragments: str) -> str:
@@ -157,9 +177,15 @@ def runs(ml100k_root: Path, corrupt_root: Path, tmp_path_factory: pytest.TempPat
                                    "--data-dir", str(corrupt_root)), tmp / "elsewhere")
     jobs["data-dir-after-info"] = (("datasets", "info", "ml-100k", "--data-dir",
                                     str(corrupt_root)), tmp / "elsewhere")
+    # Every refusal in this process, one after another (module docstring of fedrec_in_process);
+    # the commands that work, and one refusal of each kind, as real subprocesses.
+    in_process = [k for k in jobs if k.startswith(("bad-", "preload-", "data-dir-after-"))
+                  and k not in ("bad-flag", "preload-out-is-a-file", "data-dir-after-run")]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {k: pool.submit(fedrec, *a, data_root=root) for k, (a, root) in jobs.items()}
-        results = {k: f.result() for k, f in futures.items()}
+        futures = {k: pool.submit(fedrec, *a, data_root=root) for k, (a, root) in jobs.items()
+                   if k not in in_process}
+        results = {k: fedrec_in_process(*jobs[k][0], data_root=jobs[k][1]) for k in in_process}
+        results.update({k: f.result() for k, f in futures.items()})
     return results, tmp
 
 
