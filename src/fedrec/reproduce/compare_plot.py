@@ -92,8 +92,8 @@ def figure(runs: Sequence[Run]) -> Any:
     # The legend's rows under the panels: as many entries a row as its longest label allows.
     marked = _any_chosen(runs)
     entries = [*dict.fromkeys(labels), *(["round chosen on validation"] if marked else [])]
-    per_row = max(1, min(len(entries), int(columns * PANEL[0] * 11 //
-                                          (max(map(len, entries)) + 8))))
+    fit = max(1, min(len(entries), int(columns * PANEL[0] * 11 // (max(map(len, entries)) + 8))))
+    per_row = math.ceil(len(entries) / math.ceil(len(entries) / fit))  # rows evenly filled
     note = abbreviated(short)
     legend = 0.2 * math.ceil(len(entries) / per_row) + 0.25 + (0.25 if note else 0)
     fig, axes = plt.subplots(len(grid), columns, squeeze=False,
