@@ -48,6 +48,7 @@ from fedrec.errors import ConfigError
 from fedrec.experiment import RESULTS_NAME, run_experiment
 from fedrec.options import RunOptions
 from fedrec.reproduce import compare as _compare
+from fedrec.reproduce import compare_plot as _compare_plot
 from fedrec.rounds import RunResult
 
 __all__ = ["RunOptions", "RunResult", "compare", "load_dataset", "make_config", "plot_curves",
@@ -165,6 +166,6 @@ def compare(dirs: Sequence[str | Path], markdown: bool = False,
 
 
 def plot_curves(dirs: Sequence[str | Path], png: str | Path) -> list[str]:
-    """``fedrec results DIR... --plot PNG``: each test metric over the rounds, a line per run;
-    returns the metrics drawn."""
-    return _compare.plot_curves(_compare.find_runs(dirs), Path(png))
+    """``fedrec results DIR... --plot PNG``: a panel per dataset and test metric over the rounds,
+    a line per run (:mod:`fedrec.reproduce.compare_plot`); returns the metrics drawn."""
+    return _compare_plot.plot_curves(_compare.find_runs(dirs), Path(png))

@@ -216,7 +216,8 @@ def test_results_leave_out_a_wrong_typed_file_and_show_the_rest(a_run: Path, tmp
     bad.write_text(json.dumps({**json.loads(a_run.read_text()), field: WRONG[field]}))
     assert main(["results", str(a_run.parent), str(bad.parent)]) == 0
     captured = capsys.readouterr()
-    assert str(a_run.parent) in captured.out and str(bad.parent) not in captured.out
+    # Its row, named by its folder under the one the table's title names; not the bad one's.
+    assert f"\n{a_run.parent.name} " in captured.out and str(bad.parent) not in captured.out
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fedrec: warning: left out ")
     assert str(bad) in err[0]
@@ -231,7 +232,7 @@ def test_results_leave_out_an_unreadable_file_among_many(a_run: Path, tmp_path: 
     bad.write_text('{"status": "complete", ')
     assert main(["results", str(a_run.parent), str(bad.parent)]) == 0
     captured = capsys.readouterr()
-    assert str(a_run.parent) in captured.out
+    assert f"\n{a_run.parent.name} " in captured.out
     assert f"left out {bad}: not a readable results file" in captured.err
 
 

@@ -124,7 +124,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from fedrec.reproduce.compare import find_runs, plot_curves, render
+    from fedrec.reproduce.compare import find_runs, render
+    from fedrec.reproduce.compare_plot import plot_curves
 
     if args.plot and not args.plot.lower().endswith(".png"):
         raise ConfigError(f"--plot writes a PNG: give a file name ending in .png, not {args.plot}")
@@ -251,7 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     res = sub.add_parser("results", help="compare completed runs: a table, and their curves")
     res.add_argument("dirs", nargs="+", metavar="DIR",
                      help="folders searched for results.json (or results.json files)")
-    res.add_argument("--plot", metavar="FILE.png", help="also draw the metric curves into a PNG")
+    res.add_argument("--plot", metavar="FILE.png",
+                     help="also draw each run's test metrics over the rounds into a PNG, a panel "
+                          "per metric and dataset")
     res.add_argument("--markdown", action="store_true",
                      help="print a markdown table, with the command of each run (README's)")
     res.add_argument("--metrics", metavar="M1,M2",

@@ -173,7 +173,15 @@ def plot(path: Path, panels: Sequence[Callable[[Any], None]], title: str) -> Non
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    png = io.BytesIO()  # rendered here, written whole (a full disk: one line, no half PNG)
+    save_png(fig, path)
+
+
+def save_png(fig: Any, path: Path) -> None:
+    """Render the matplotlib figure ``fig`` as a PNG, close it and write it to ``path``: rendered
+    in memory and written whole (a full disk: one line, no half PNG), its folder made."""
+    import matplotlib.pyplot as plt
+
+    png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
     with writing("a plot", path.parent):
