@@ -13,7 +13,7 @@ output: every build makes it again.
   and ``<!-- /fedrec-options -->`` in a method page become the table of that algorithm's options
   (name, type, default, doc), made from its config dataclass by
   :func:`fedrec.config.option_rows`, the rows ``fedrec config show ALGORITHM`` prints.
-* **API reference.** The docstrings are written for reading as text, with Sphinx roles
+* **Rendered docstrings.** The docstrings are written for reading as text, with Sphinx roles
   (``:func:`x```); :func:`on_page_content` drops the roles from the rendered pages.
 """
 
@@ -178,9 +178,10 @@ def _code(match: re.Match[str]) -> str:
 
 def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files,
                     **_: Any) -> str:
-    """The API reference's docstrings are written for Sphinx-style reading (roles, ``::``
-    before a literal block): drop the roles and the lone ``::`` that Markdown shows as text."""
-    if not page.file.src_uri.startswith("api/"):
+    """Rendered docstrings (the API reference, the explanations) are written for Sphinx-style
+    reading (roles, ``::`` before a literal block): drop the roles and the lone ``::`` that
+    Markdown shows as text. Pages without a rendered docstring are left as they are."""
+    if 'class="doc ' not in html:
         return html
     html = ROLE.sub(_code, html)
     return html.replace("<p>::</p>", "").replace("::</p>", ":</p>")
