@@ -26,6 +26,8 @@ from fedrec.config import (
     RunConfig,
     build_config,
     option_doc,
+    option_rows,
+    packaged_dataset_names,
     packaged_sections_text,
     parse_override,
     to_dict,
@@ -161,6 +163,20 @@ def test_config_show_lists_every_option_with_its_default_and_doc(algorithm: str)
     commented = "".join(f"# {line}".rstrip() + "\n" for line in packaged.splitlines())
     assert text.endswith(commented)
     assert ("datasets:" in text) == bool(_sections(algorithm))
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_option_rows_are_config_shows_rows(algorithm: str) -> None:
+    # The docs' options tables (docs/hooks/fedrec_docs.py) and config show: one source.
+    cls = ALGORITHMS[algorithm].config_cls
+    text = config_show_text(algorithm)
+    data = yaml.safe_load(text)
+    rows = option_rows(cls)
+    assert [r.name for r in rows] == list(data)
+    for row in rows:
+        assert row.doc == option_doc(cls, row.name) and row.type
+        assert yaml.safe_load(row.default) == data[row.name], row.name  # the default, as shown
+    assert packaged_dataset_names(algorithm) == list(_sections(algorithm))
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))

@@ -280,6 +280,35 @@ def _preset(algorithm: str, name: str) -> dict[str, Any]:
     return known[name]
 
 
+@dataclass(frozen=True)
+class OptionRow:
+    """One option of a config class as ``fedrec config show`` and the docs' options tables
+    describe it: ``name``, its annotation as written (``type``), its default as one line of
+    YAML (``default``; empty where the class gives none) and its one-line ``doc``."""
+
+    name: str
+    type: str
+    default: str
+    doc: str
+
+
+def option_rows(cls: type[RunConfig]) -> list[OptionRow]:
+    """Every option of config class ``cls``, in declaration order (base classes first), each
+    with the doc :func:`option_doc` finds and its default rendered as :func:`default_config_text`
+    writes it."""
+    return [OptionRow(f.name, f.type if isinstance(f.type, str) else getattr(f.type, "__name__",
+                                                                              str(f.type)),
+                      "" if f.default is dataclasses.MISSING else _yaml_scalar(f.default),
+                      option_doc(cls, f.name))
+            for f in dataclasses.fields(cls)]
+
+
+def packaged_dataset_names(algorithm: str) -> list[str]:
+    """The datasets the algorithm's packaged file has a section for (``configs/ALGORITHM.yaml``,
+    ``datasets:``), in file order."""
+    return list(_dataset_sections(_packaged_sections(algorithm), f"{algorithm}.yaml"))
+
+
 def _yaml_scalar(value: Any) -> str:
     """``value`` as one line of YAML that reads back as the same option value."""
     plain = list(value) if isinstance(value, tuple) else value
@@ -309,17 +338,16 @@ def default_config_text(cls: type[RunConfig], algorithm: str,
                               "no packaged section: its run starts from the defaults")
     cfg, origin = _resolve(cls, algorithm, dataset, preset=preset)
     rows = []
-    for f in dataclasses.fields(cls):
-        value, doc = getattr(cfg, f.name), option_doc(cls, f.name)
+    for f, row in zip(dataclasses.fields(cls), option_rows(cls), strict=True):
+        value, doc = getattr(cfg, f.name), row.doc
         if not _at_default(f, value):
-            default = ("" if f.default is dataclasses.MISSING
-                       else f", default {_yaml_scalar(f.default)}")
+            default = f", default {row.default}" if row.default else ""
             note = f"from: {origin.get(f.name, DEFAULT)}{default}"
             doc = f"{doc}  # {note}" if doc else note
         rows.append((f"{f.name}: {_yaml_scalar(value)}", doc))
     width = min(28, max(len(text) for text, _ in rows))
     where = f"{cls.__module__}.{cls.__qualname__}"
-    sections = list(_dataset_sections(_packaged_sections(algorithm), f"{algorithm}.yaml"))
+    sections = packaged_dataset_names(algorithm)
     if dataset is None:
         intro = [f"# The defaults of {where}",
                  "# (comments there and in its base classes give the reasons for tuned values)."]

@@ -19,6 +19,7 @@ from fedrec.reproduce.privacy import (
     TARGETS,
     audit_parameters,
     plan,
+    write_report,
 )
 from fedrec.reproduce.report import command_of
 
@@ -72,6 +73,13 @@ def test_quick_reproduction_reports_epsilon_and_the_metric(tmp_path: Path, data_
         assert re.search(r"^\| no mechanism \| [^|]+ \| [^|]+ \| none \| none \| \d\.\d{4} \|",
                          section, re.M), method
     assert json.loads((tmp_path / AUDITS_NAME).read_text())  # every DP row audited, kept
+
+
+def test_a_method_without_finished_runs_gets_no_plot_link(tmp_path: Path) -> None:
+    # The report links a method's PNG only where it drew one (the docs build checks links).
+    readme = write_report(tmp_path, plan(1, quick=True), {}, quick=True)
+    assert "](" not in readme.read_text().split("(modes.md)", 1)[1]
+    assert not list(tmp_path.glob("*.png"))
 
 
 REPO = Path(__file__).resolve().parents[2]

@@ -364,9 +364,10 @@ def _cost(runs: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def _plot(out: Path, method: str, specs: list[RunSpec],
-          res: dict[str, list[dict[str, Any]]]) -> None:
+          res: dict[str, list[dict[str, Any]]]) -> bool:
     """``OUT/METHOD.png``: the test metric against the server-side epsilon, a line per dataset,
-    the run without any mechanism dashed at the same height."""
+    the run without any mechanism dashed at the same height. False (and no file) where no run
+    of the method has finished."""
     target = TARGET[method]
 
     def panel(ax: Any) -> None:
@@ -386,9 +387,11 @@ def _plot(out: Path, method: str, specs: list[RunSpec],
         ax.set_ylabel(f"test {target.metric}")
         ax.legend(fontsize=8)
 
-    if any(s.key.startswith(f"dp/{method}/") and res.get(s.key) for s in specs):
-        plot(out / f"{method}.png", [panel], f"{method}: accuracy against epsilon "
-             "(dashed: no mechanism)")
+    if not any(s.key.startswith(f"dp/{method}/") and res.get(s.key) for s in specs):
+        return False
+    plot(out / f"{method}.png", [panel], f"{method}: accuracy against epsilon "
+         "(dashed: no mechanism)")
+    return True
 
 
 #: How much a private mode may lose against the same method without noise and still be named
@@ -484,8 +487,8 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                                   "audited epsilon (lower bound)", "train bytes / round",
                                   "s / round"], rows)]
     for method in dict.fromkeys(m for m, _ in tables):
-        _plot(out, method, specs, res)
-        lines += [f"![{method}]({method}.png)", ""]
+        if _plot(out, method, specs, res):
+            lines += [f"![{method}]({method}.png)", ""]
     for method, choice in (choices or {}).items():
         rows = [[label, "–" if v is None else f"{v:.4f}", "chosen" if label == choice.label
                  else ""] for label, v in choice.validation.items()]
