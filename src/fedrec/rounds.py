@@ -29,7 +29,7 @@ from fedrec.algorithms.base import VAL_PREFIX, Trainer, evaluate_splits
 from fedrec.config import RunConfig
 from fedrec.federation.checkpoint import save_checkpoint
 from fedrec.options import RunOptions, check_checkpoint_every
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import CENTRALIZED
 
 #: What a results.json's figures mean; a reader (the reproduction runner) does not reuse a run of
 #: another format. 2: the data carries a validation split carved from the training rows, so a
@@ -201,14 +201,13 @@ def finish_result(
         "rejected": trainer.ledger.rejected,
     }
     # Every result states its privacy: an accountant's figures, or explicitly none.
-    result.privacy = trainer.privacy_report() or no_guarantee(
-        protection="none (centralized: all data at one party)",
-        leakage="the trainer holds every rating")
+    report = trainer.privacy() or CENTRALIZED
     reproducible = trainer.reproducible()
     if reproducible is not None:
-        result.privacy["client_randomness"] = (
+        report = report.with_caveat("client_randomness", (
             "keyed by the experimenter's client secret (reproducible with it)" if reproducible
-            else "fresh OS entropy (not reproducible: give --client-secret to repeat a run)")
+            else "fresh OS entropy: not reproducible (--client-secret repeats a run)"))
+    result.privacy = report.to_json()
     result.wall_time_s = elapsed_before + time.perf_counter() - t0
     result.peak_rss_mib = peak_rss_mib()
     result.status = "complete"

@@ -277,8 +277,10 @@ def test_privacy_report_is_for_the_whole_upload_and_the_rounds_taken_part_in(ds)
     # The CLI's summary prints the honest figure and the attack's F1
     from fedrec.cli.summary import privacy_rows
     rows = dict(privacy_rows(rep))
-    assert rows["epsilon (whole run, per client)"].startswith(f"{most * per_upload:.4g} ")
-    assert rows["item ids: measured attack F1"].startswith(f"{f1:.3f}")
+    assert rows["privacy"] == (f"client-level DP, epsilon {most * per_upload:.3g}: bounds "
+                               "nothing useful (pure, basic composition)")
+    assert rows["privacy (item ids)"].endswith(f"; measured attack F1 {f1:.3f} "
+                                               "(RatedItemsAttack)")
 
 
 def test_trainable_neighbours_follow_their_owners_every_round(ds) -> None:

@@ -94,7 +94,7 @@ def test_the_composed_epsilon_is_the_accountants_closed_form(sigma: float) -> No
     # above the continuous minimum, and at or below the minimum over fedrec's integer orders.
     assert closed * (1 - 1e-6) <= acct.epsilon_rdp(1e-5) <= closed * 1.02
     assert acct.epsilon_rdp(1e-5) <= cks_epsilon(n, sigma / 2, 1e-5, ORDERS) * (1 + 1e-9)
-    report = dp.privacy_report(cfg, "x", None)["embedding_uploads"]
+    report = dp.privacy_report(cfg, "x", None).to_json()["embedding_uploads"]
     assert report["epsilon"] == min(report["epsilon_pld"], report["epsilon_rdp"])
     assert report["epsilon_rdp"] == pytest.approx(acct.epsilon_rdp(1e-5))
 
@@ -108,14 +108,16 @@ def test_a_target_epsilon_solves_sigma_on_the_planned_uploads(target: float) -> 
     # Solved on fedrec's RDP bound (integer orders): the smallest sigma (to 0.1%) reaching it.
     assert cks_epsilon(n, sigma / 2, 1e-5, ORDERS) <= target * (1 + 1e-9)
     assert cks_epsilon(n, sigma / 2 / 1.002, 1e-5, ORDERS) > target
-    assert dp.privacy_report(cfg, "x", None)["embedding_uploads"]["epsilon"] <= target
+    assert dp.privacy_report(cfg, "x", None).to_json()["embedding_uploads"]["epsilon"] <= target
 
 
 def test_the_report_claims_no_bound_for_the_run_and_states_the_weights(cora) -> None:
     cfg = resolve_config("feras", "cora", overrides=DP)
     tr = FederatedTrainer(build_feras_job(cfg, cora, CPU), cfg, CPU, ClientSecrets(bytes(32)))
     tr.train_round(1)
-    report = privacy_report_of(tr.job.server)
+    typed = privacy_report_of(tr.job.server)
+    assert typed is not None
+    report = typed.to_json()
     assert report is not None
     assert report["guarantee"] == NO_GUARANTEE and report["epsilon"] is None
     assert "no formal guarantee for the weights" in report["protection"]
@@ -126,7 +128,7 @@ def test_the_report_claims_no_bound_for_the_run_and_states_the_weights(cora) -> 
     assert report["weights"]["guarantee"] == NO_GUARANTEE
     assert "not measured" in report["weights"]["measured_attack"]
     # Without the mode: the report of before, no figure for the uploads.
-    plain = dp.privacy_report(resolve_config("feras", "cora"), "x", None)
+    plain = dp.privacy_report(resolve_config("feras", "cora"), "x", None).to_json()
     assert plain["guarantee"] == NO_GUARANTEE and "embedding_uploads" not in plain
 
 

@@ -194,6 +194,8 @@ def test_a_dp_run_reports_its_epsilon_and_the_attacks_at_chance(dp_run):
     assert rep["measured_attack"].startswith("CrossUploadAttack")
     assert rep["measured_attack_f1"] == pytest.approx(rep["measured_chance_f1"], abs=0.01)
     assert rep["single_upload_attack_f1"] < 2 * rep["measured_chance_f1"]
-    rows = dict(privacy_rows(rep))
-    assert rows["epsilon (whole run, per client)"].startswith(f"{rep['epsilon']:.4g}")
-    assert "measured attack F1" in rows and "delta" in rows
+    rows = privacy_rows(rep)
+    assert rows[0] == ("privacy", f"user-level DP against the server, epsilon "
+                                  f"{rep['epsilon']:.3g} (delta 1e-05, pld)")
+    assert rows[1] == ("privacy", f"measured attack F1 {rep['measured_attack_f1']:.3f} "
+                                  "(CrossUploadAttack)")

@@ -53,3 +53,45 @@ def test_data_made_in_memory_and_an_older_result_are_shown_as_they_are() -> None
     older = _result()
     del older["reported_round"]  # a results.json written before it: derived the same way
     assert summary_rows(older) == summary_rows(_result())
+
+
+def test_every_privacy_entry_and_caveat_is_one_short_row() -> None:
+    """FedGNN's local DP composed past any use says so; its item ids' entry, the graph
+    expansion and the client randomness are rows of their own (issue 39)."""
+    from fedrec.privacy import Attack, Guarantee, NoGuarantee, PrivacyReport
+    from fedrec.privacy.report_lines import LINE_WIDTH, lines
+
+    ldp = Guarantee("local DP of the gradient values a client uploads, whole upload: d = 2273 "
+                    "coordinates ... " + "x" * 300, 1.3e7, 0.0, "basic composition (pure DP)",
+                    unit="client-level", threat="against every observer (local DP)")
+    ids = NoGuarantee("pseudo items: 20 unrated items per upload", "rated items among them",
+                      Attack("RatedItemsAttack (fedrec.attacks.rated_items): " + "y" * 200,
+                             0.44), part="item_ids")
+    report = (PrivacyReport((ldp, ids))
+              .with_caveat("graph_expansion", "no formal guarantee: user embeddings and item "
+                                              "tokens go to the third party in clear")
+              .with_caveat("client_randomness", "fresh OS entropy: not reproducible "
+                                                "(--client-secret repeats a run)"))
+    rows = summary_rows(_result(privacy=report.to_json(), wall_time_s=1.0))
+    shown = [(k, v) for k, v in rows if k.startswith(("privacy", "caveat"))]
+    assert [f"{k}: {v}" for k, v in shown] == lines(report)
+    assert all(len(f"{k}: {v}") <= LINE_WIDTH for k, v in shown)
+    assert dict(shown)["privacy"] == ("client-level DP, epsilon 1.3e+07: bounds nothing useful "
+                                      "(pure, basic composition)")
+    assert dict(shown)["privacy (item ids)"].endswith(
+        "; measured attack F1 0.440 (RatedItemsAttack)")
+    assert [k for k, _ in shown][2:] == ["caveat (client randomness)",
+                                         "caveat (graph expansion)"]
+
+
+def test_an_old_committed_result_prints_its_privacy_in_short_rows() -> None:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "results/fedgnn-ml-100k/results.json"
+    if not path.exists():  # pragma: no cover - the committed results moved
+        return
+    rows = summary_rows(json.loads(path.read_text()))
+    shown = {k: v for k, v in rows if k.startswith(("privacy", "caveat"))}
+    assert "privacy" in shown and "privacy (item ids)" in shown
+    assert all(len(f"{k}: {v}") <= 100 for k, v in shown.items())

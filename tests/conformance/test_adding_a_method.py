@@ -23,7 +23,7 @@ from fedrec.data import RatingDataset, partition_by_user
 from fedrec.federation.aggregation import fedavg
 from fedrec.federation.runtime import PartyContext, PartyLogic, Runtime, declare_parties
 from fedrec.federation.steps import step
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 from . import (
     test_dp,
@@ -124,9 +124,10 @@ class MFServer(ServerLogic):
         return {TRAIN: "each cohort client's locally refined item table, in clear",
                 EVALUATE: RATING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
-        return no_guarantee("user factors stay on the device",
-                            "each client's refined item table reveals its rated items")
+    def privacy(self) -> PrivacyReport:
+        return PrivacyReport((NoGuarantee(
+            "user factors stay on the device",
+            "each client's refined item table reveals its rated items"),))
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.clone()}

@@ -141,11 +141,17 @@ def test_the_summary_prints_both_threats(ml100k: RatingDataset) -> None:
     for masking in (True, False):
         trainer, _ = _trainer(ml100k, "fcf", dp_masking=masking)
         trainer.train_round(1)
-        rows = dict(privacy_rows(trainer.privacy_report()))
-        released = rows["epsilon against the released model only"]
-        assert float(released) > 0
+        report = trainer.privacy_report()
+        rows = dict(privacy_rows(report))
+        released = report["epsilon_released_model"]
+        assert released > 0
+        assert rows["privacy (released model)"] == (
+            f"user-level DP against the released model, epsilon {released:.3g} (delta 1e-05, "
+            "rdp)")
         if masking:
-            assert float(rows["epsilon (whole run, per client)"].split()[0]) >= float(released)
+            assert report["epsilon"] >= released
+            assert rows["privacy"] == (f"user-level DP against the server, epsilon "
+                                       f"{report['epsilon']:.3g} (delta 1e-05, rdp)")
         else:
-            assert rows["epsilon against the server"].startswith("none: user-level DP against "
-                                                                 "the released model only")
+            assert rows["privacy"].startswith("no formal guarantee against the server "
+                                              "(user-level DP against the released model only")

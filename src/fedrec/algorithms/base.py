@@ -37,6 +37,7 @@ from fedrec.federation.runtime import (
     check_parties,
 )
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.privacy.report import PrivacyReport
 
 #: What a server receives from a client's evaluation of explicit ratings, and of a ranking
 #: (for :meth:`ServerLogic.receives`).
@@ -64,17 +65,22 @@ class ServerLogic(ABC):
     @abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
-    def privacy_report(self) -> dict[str, Any] | None:
-        """What protects each party's data in the run so far, in the shape of
-        :mod:`fedrec.privacy.report`: the guarantee for what a party actually releases (its
-        ``epsilon`` over the whole run) or "no formal guarantee" with what protects the data and
-        any measured attack F1. None: the runner reports no protection at all."""
+    def privacy(self) -> PrivacyReport | None:
+        """What protects each party's data in the run so far (:mod:`fedrec.privacy.report`):
+        the guarantee for what a party actually releases (its ``epsilon`` over the whole run)
+        or "no formal guarantee" with what protects the data and any measured attack. None:
+        the runner reports no protection at all. Methods override this."""
         return None
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        """:meth:`privacy`'s JSON (``results.json["privacy"]`` less ``server_receives``)."""
+        report = self.privacy()
+        return None if report is None else report.to_json()
 
     def receives(self) -> dict[str, str]:
         """Every kind of message the server receives in this configuration, by step name, with
         what it holds (``{"train": "the cohort's masked gradient vectors", ...}``): the privacy
-        report lists it under ``server_receives`` (:meth:`FederatedTrainer.privacy_report`),
+        report lists it under ``server_receives`` (:func:`privacy_report_of`),
         and the conformance suite checks that no message the server receives is missing.
         Steps of the shared protocols are named by their modules (secure sums:
         :func:`fedrec.federation.secure_sum.receives`)."""
@@ -160,14 +166,11 @@ class FederatedJob:
         return sorted({p.role for p in self.parties if p.role != CLIENT and p.host is None})
 
 
-def privacy_report_of(server: ServerLogic) -> dict[str, Any] | None:
-    """A run's privacy report, on every engine: the server's own
-    (:meth:`ServerLogic.privacy_report`) with what the server receives
-    (:meth:`ServerLogic.receives`) under ``server_receives``."""
-    report = server.privacy_report()
-    if report is None:
-        return None
-    return {**report, "server_receives": server.receives()}
+def privacy_report_of(server: ServerLogic) -> PrivacyReport | None:
+    """A run's privacy report, on every engine: the server's own (:meth:`ServerLogic.privacy`)
+    with what the server receives (:meth:`ServerLogic.receives`) as its ``server_receives``."""
+    report = server.privacy()
+    return None if report is None else report.with_receives(server.receives())
 
 
 class Trainer(ABC):
@@ -188,8 +191,14 @@ class Trainer(ABC):
     @abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
-    def privacy_report(self) -> dict[str, Any] | None:
+    def privacy(self) -> PrivacyReport | None:
+        """The run's privacy report so far (None: the runner reports no protection at all)."""
         return None
+
+    def privacy_report(self) -> dict[str, Any] | None:
+        """:meth:`privacy`'s JSON, ``results.json["privacy"]`` before the runner's caveats."""
+        report = self.privacy()
+        return None if report is None else report.to_json()
 
     def reproducible(self) -> bool | None:
         """Whether the parties' private randomness comes from the experimenter's secret (None:
@@ -228,7 +237,7 @@ class FederatedTrainer(Trainer):
         self.job.server.load_state_dict(state["server"])
         self.runtime.load_state_dict(state["runtime"])
 
-    def privacy_report(self) -> dict[str, Any] | None:
+    def privacy(self) -> PrivacyReport | None:
         return privacy_report_of(self.job.server)
 
     def reproducible(self) -> bool | None:

@@ -21,8 +21,10 @@ the same checks, with no test code of the method's own:
     A round in which no update arrives (every client dropped out, or every update rejected)
     stops with the runtime's one error, :class:`~fedrec.errors.NoUpdateError`.
 ``privacy_report``
-    The privacy report names every kind of message the server receives
-    (:meth:`~fedrec.algorithms.base.ServerLogic.receives`).
+    The privacy report (:meth:`~fedrec.algorithms.base.ServerLogic.privacy`) names every kind
+    of message the server receives (:meth:`~fedrec.algorithms.base.ServerLogic.receives`),
+    and results.json gives it back (``PrivacyReport.from_json(report.to_json()) == report``)
+    in lines of at most 100 characters.
 ``dp``
     A run with the user-level DP aggregate (:mod:`fedrec.federation.dp_sum`) sends the server
     no clear value derived from client data (for methods whose config has ``dp``).

@@ -117,42 +117,11 @@ def config_source_rows(config: Mapping[str, Any],
 
 
 def privacy_rows(privacy: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The summary's privacy lines (:mod:`fedrec.privacy.report`): the whole-run epsilon where
-    there is a formal guarantee, else "no formal guarantee" and what protects the data; the
-    measured attack F1 of every part that has no guarantee (its text where it has no F1); the
-    epsilon of every part with one, named for that part (e.g. Feras's embedding uploads)."""
-    from fedrec.privacy.report import NO_GUARANTEE, per_upload_epsilon, run_epsilon
+    """The summary's privacy lines: every entry of the run's report, each measured attack
+    beside a guarantee and every caveat, one short line each
+    (:func:`fedrec.privacy.report_lines.rows`); ``privacy`` is ``results.json["privacy"]``, of
+    this version or older (:meth:`~fedrec.privacy.report.PrivacyReport.from_json`)."""
+    from fedrec.privacy.report import PrivacyReport
+    from fedrec.privacy.report_lines import rows
 
-    eps, how = run_epsilon(privacy)
-    released = privacy.get("epsilon_released_model")  # a DP aggregate's second threat
-    if eps is None and released is not None:
-        rows = [("epsilon against the server", f"none: {privacy.get('guarantee')}")]
-    elif eps is None:
-        what = (privacy.get("protection") or privacy.get("leakage") or privacy.get("note")
-                or "none stated")  # the last two: results.json written before "protection"
-        rows = [("privacy", f"{NO_GUARANTEE}: {what}")]
-    else:
-        rows = [("epsilon (whole run, per client)", f"{eps:.4g} ({how})")]
-        if "epsilon_method" in privacy and privacy.get("delta") is not None:
-            rows.append(("delta", f"{privacy['delta']:.4g}"))
-        upload = per_upload_epsilon(privacy)  # an old report's "epsilon_per_upload" is not it
-        if upload is not None:
-            rows.append(("epsilon per upload", f"{upload:.4g}"))
-    if released is not None:
-        rows.append(("epsilon against the released model only", f"{released:.4g}"))
-    parts = [("", privacy)] + [(f"{k.replace('_', ' ')}: ", v) for k, v in privacy.items()
-                               if isinstance(v, Mapping)]
-    for label, part in parts:
-        if part.get("guarantee") == NO_GUARANTEE and part is not privacy:
-            rows.append((label.rstrip(": "), NO_GUARANTEE))
-        elif part is not privacy and part.get("epsilon") is not None:
-            delta = f" at delta {part['delta']:.4g}" if part.get("delta") is not None else ""
-            rows.append((f"{label}epsilon", f"{part['epsilon']:.4g}{delta}"
-                         + (f" ({part['epsilon_method']})" if "epsilon_method" in part else "")))
-        if "measured_attack" in part:
-            f1 = part.get("measured_attack_f1")
-            name = str(part["measured_attack"]).split(" ")[0]
-            rows.append((f"{label}measured attack" + (" F1" if f1 is not None else ""),
-                         f"{f1:.3f} ({name})" if f1 is not None else str(part["measured_attack"])
-                         .split(": ", 1)[-1]))
-    return rows
+    return rows(PrivacyReport.from_json(privacy))

@@ -65,6 +65,12 @@ from fedrec.federation.secure_sum import (
 )
 from fedrec.privacy.clipping import clip_l2
 from fedrec.privacy.rdp import gaussian_rdp, rdp_epsilon
+from fedrec.privacy.report import (
+    Guarantee,
+    NoGuarantee,
+    PrivacyReport,
+    released_model_guarantee,
+)
 from fedrec.privacy.skellam import SkellamEncoding
 from fedrec.privacy.user_level import UserLevelAccountant, solve_noise_multiplier
 
@@ -371,9 +377,11 @@ class DPAggregate:
         return noised, survivors
 
     # -- the report ------------------------------------------------------------------------------
-    def report(self) -> dict[str, Any]:
-        """``results.json["privacy"]`` of a DP run (:mod:`fedrec.privacy.report`'s shape):
-        ``epsilon`` is the server-side figure (None where there is none)."""
+    def report(self) -> PrivacyReport:
+        """The privacy report of a DP run (:mod:`fedrec.privacy.report`): the run's own entry
+        is the guarantee against the server (``epsilon``, a server-side figure; no formal
+        guarantee where there is none), and ``released_model`` the guarantee against the
+        released model only (where there is noise)."""
         cfg, plan = self.cfg, self.plan
         ref = plan.z if plan.z > 0 else None
         figures = (self.accountant.report(plan.delta, gaussian_reference=ref)
@@ -395,18 +403,15 @@ class DPAggregate:
         else:
             guarantee = ("user-level DP against the released model only: a trusted server adds "
                          f"Gaussian noise {plan.z:.4g} x clip to the clear sum")
-        released = [figures.get(k) for k in ("epsilon_released_model_rdp",
-                                              "epsilon_released_model_pld")]
-        return {
-            "guarantee": guarantee,
+        released = min((e for e in (figures.get("epsilon_released_model_rdp"),
+                                    figures.get("epsilon_released_model_pld")) if e is not None),
+                       default=None)
+        method = "rdp (server: no amplification, most-participating client)"
+        details: dict[str, Any] = {
             "protection": guarantee,
             "dp": cfg.dp,
-            "epsilon": server,
-            "epsilon_method": "rdp (server: no amplification, most-participating client)",
-            "delta": plan.delta,
             "epsilon_server": server,
-            "epsilon_released_model": min((e for e in released if e is not None),
-                                          default=None),
+            **({"epsilon_released_model": None} if released is None else {}),
             "noise_multiplier": plan.z,
             "dp_clip": plan.clip,
             "sampling": f"Poisson, rate {plan.rate:.6g} (expected cohort "
@@ -420,6 +425,14 @@ class DPAggregate:
             "evaluation": "the experimenter's: no evaluation reply reaches the server",
             **figures,
         }
+        threat = "against the server"
+        top: Guarantee | NoGuarantee = (
+            Guarantee(guarantee, server, plan.delta, method, unit="user-level", threat=threat,
+                      details=details) if server is not None else
+            NoGuarantee(details.pop("protection"), statement=guarantee, threat=threat,
+                        details={**details, "epsilon_method": method, "delta": plan.delta}))
+        return PrivacyReport((top,) + (() if released is None else (
+            released_model_guarantee(released, plan.delta, figures),)))
 
     def state_dict(self) -> dict[str, Any]:
         acct = self.accountant

@@ -77,6 +77,7 @@ from fedrec.errors import BelowThreshold, ConfigError, ProtocolError
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import PartyContext, Runtime
 from fedrec.federation.steps import step
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 from fedrec.privacy.secagg import SecAggClient, SecAggConfig, SecAggServer
 from fedrec.privacy.secagg_plus import (
     SecAggPlusClient,
@@ -302,6 +303,15 @@ def protection_text(variant: str, threshold: float, corrupt: float) -> str:
     return ("secure aggregation (Bonawitz et al. 2017): the server learns only the cohort sum, "
             "against an honest-but-curious server and fewer than t = "
             f"ceil({threshold} * cohort) colluding clients")
+
+
+def secure_sum_report(cfg: SecureSumParameters, leakage: str, of: str = "") -> PrivacyReport:
+    """The privacy report of a run whose uploads reach the server only as secure sums: no
+    formal guarantee (nothing bounds what a sum reveals), :func:`protection_text` (+ ``of``,
+    what is summed) and the ``leakage`` the method names."""
+    return PrivacyReport((NoGuarantee(
+        protection_text(cfg.secagg_variant, cfg.secagg_threshold, cfg.secagg_corrupt) + of,
+        leakage, details={"secure_aggregation": True}),))
 
 
 def secure_sum_request(cohort: int) -> Payload:

@@ -5,9 +5,9 @@ One concept per module; each module states its guarantee where it is computed.
 """
 
 from fedrec.privacy.accounting import (
+    AccountantReport,
     PLDInfeasible,
     PrivacyAccountant,
-    PrivacyReport,
     Release,
     worst_client_accountant,
 )
@@ -24,8 +24,11 @@ from fedrec.privacy.mechanisms import (
 from fedrec.privacy.paillier import EncryptedArray, generate_keypair
 from fedrec.privacy.report import (
     NO_GUARANTEE,
-    attack_fields,
-    no_guarantee,
+    Attack,
+    Caveat,
+    Guarantee,
+    NoGuarantee,
+    PrivacyReport,
     per_coordinate_epsilon,
     per_upload_epsilon,
     run_epsilon,
@@ -42,13 +45,18 @@ from fedrec.privacy.secagg_plus import (
 
 __all__ = [
     "NO_GUARANTEE",
+    "AccountantReport",
+    "Attack",
+    "Caveat",
     "EncryptedArray",
     "FixedPointEncoder",
     "GaussianMechanism",
     "GraphParameters",
+    "Guarantee",
     "ItemTokenizer",
     "LaplaceMechanism",
     "LinfLaplaceEpsilon",
+    "NoGuarantee",
     "PLDInfeasible",
     "PrivacyAccountant",
     "PrivacyReport",
@@ -60,14 +68,12 @@ __all__ = [
     "SecAggPlusServer",
     "SecAggServer",
     "analytic_gaussian_delta",
-    "attack_fields",
     "clip_l2",
     "clip_l2_rows",
     "clip_linf",
     "clip_linf_rows",
     "generate_keypair",
     "linf_laplace_epsilon",
-    "no_guarantee",
     "per_coordinate_epsilon",
     "per_upload_epsilon",
     "run_epsilon",

@@ -59,8 +59,14 @@ from dp_accounting.rdp import RdpAccountant
 from fedrec.errors import ConfigError
 from fedrec.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 
-__all__ = ["PLD_MAX_LOSS", "PLDInfeasible", "PrivacyAccountant", "PrivacyReport", "Release",
-           "worst_client_accountant"]
+__all__ = [
+    "PLD_MAX_LOSS",
+    "AccountantReport",
+    "PLDInfeasible",
+    "PrivacyAccountant",
+    "Release",
+    "worst_client_accountant",
+]
 
 MechanismKind = Literal["laplace", "gaussian"]
 
@@ -117,7 +123,7 @@ class Release:
 
 
 @dataclass(frozen=True)
-class PrivacyReport:
+class AccountantReport:
     """Composed (ε, δ) of a run; a field is None where that method does not apply (or, for PLD,
     is not computed: ``pld_note`` says why). ``epsilon`` is the smallest bound, from
     ``method``."""
@@ -213,7 +219,7 @@ class PrivacyAccountant:
             total += r.count * eps
         return total
 
-    def report(self, delta: float) -> PrivacyReport:
+    def report(self, delta: float) -> AccountantReport:
         """Every bound that applies at ``delta``, and the smallest as ``epsilon``."""
         delta = _check_delta(delta)
         pld_note = None
@@ -234,7 +240,7 @@ class PrivacyAccountant:
         bounds = {"pld": pld, "rdp": rdp, "basic composition (pure DP)": basic}
         method, eps = min(((m, e) for m, e in bounds.items() if e is not None),
                           key=lambda me: me[1])
-        return PrivacyReport(delta=delta, epsilon_pld=pld, epsilon_rdp=rdp, epsilon_basic=basic,
+        return AccountantReport(delta=delta, epsilon_pld=pld, epsilon_rdp=rdp, epsilon_basic=basic,
                              epsilon=eps, method=method, pld_note=pld_note)
 
     def to_dict(self, delta: float) -> dict[str, Any]:

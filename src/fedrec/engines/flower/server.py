@@ -59,6 +59,7 @@ from fedrec.engines.flower.deploy import decode_config
 from fedrec.engines.flower.runtime import FlowerRuntime
 from fedrec.errors import ConfigError
 from fedrec.federation.runtime import seed_everything
+from fedrec.privacy.report import PrivacyReport
 from fedrec.rounds import RunResult, run_rounds
 
 
@@ -85,7 +86,7 @@ class FlowerTrainer(Trainer):
         self.server.load_state_dict(state["server"])
         self.ledger.load_state_dict(state["ledger"])
 
-    def privacy_report(self) -> dict[str, Any] | None:
+    def privacy(self) -> PrivacyReport | None:
         return privacy_report_of(self.server)
 
 

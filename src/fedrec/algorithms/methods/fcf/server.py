@@ -20,13 +20,13 @@ from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
 from fedrec.federation.runtime import Runtime
 from fedrec.federation.secure_sum import (
-    protection_text,
     receives,
     run_secure_sum,
+    secure_sum_report,
     secure_sum_request,
 )
 from fedrec.models.mf import init_factors
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 
 class FCFServer(ServerLogic):
@@ -124,24 +124,21 @@ class FCFServer(ServerLogic):
         return {TRAIN: "each cohort client's rated item ids and the gradients of their factors "
                        "(and biases), in clear", EVALUATE: RATING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         """No differential privacy: with secure aggregation the server learns only each
         cohort's sum (no formal bound on what a sum reveals); without it, every upload. With
         ``dp``, the DP aggregate's user-level report."""
         if self.dp is not None:
             return self.dp.report()
         if self.cfg.secure_aggregation:
-            return no_guarantee(
-                protection=protection_text(self.cfg.secagg_variant, self.cfg.secagg_threshold,
-                                           self.cfg.secagg_corrupt),
-                leakage="the server learns each round's summed (dense) item gradient of the "
-                        "surviving clients and who survived; no individual upload",
-                secure_aggregation=True)
-        return no_guarantee(
+            return secure_sum_report(
+                self.cfg, "the server learns each round's summed (dense) item gradient of the "
+                          "surviving clients and who survived; no individual upload")
+        return PrivacyReport((NoGuarantee(
             protection="none: user factors stay on the device, item gradients are sent in clear",
             leakage="each upload names the items the client rated (explicit) or touched "
                     "(implicit), and carries unnoised gradients",
-            secure_aggregation=False)
+            details={"secure_aggregation": False}),))
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.detach().clone(), "b_i": self.b_i.detach().clone(),

@@ -26,13 +26,13 @@ from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expe
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, fixed_subset
 from fedrec.federation.secure_sum import (
-    protection_text,
     receives,
     run_secure_sum,
+    secure_sum_report,
     secure_sum_request,
 )
 from fedrec.models.mf import init_factors
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 
 def evaluated_clients(clients: list[PartyId], count: int, seed: int) -> list[PartyId]:
@@ -171,7 +171,7 @@ class FedMVMFServer(ServerLogic):
         return {TRAIN: f"{vector}, each cohort client's own, in clear, with its loss",
                 EVALUATE: RANKING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         """No guarantee: the raw data and ``U`` stay on the clients; the gradients go in clear,
         or (``secure_aggregation``) only as the cohort's sum (no formal bound on what a sum
         reveals). With ``dp``, the DP aggregate's user-level report."""
@@ -179,19 +179,16 @@ class FedMVMFServer(ServerLogic):
         if self.dp is not None:
             return self.dp.report()
         if cfg.secure_aggregation:
-            return no_guarantee(
-                protection=protection_text(cfg.secagg_variant, cfg.secagg_threshold,
-                                           cfg.secagg_corrupt),
-                leakage="the server learns each round's summed V and A gradients of the "
-                        "surviving clients and who survived; no individual upload",
-                secure_aggregation=True)
-        return no_guarantee(
+            return secure_sum_report(
+                cfg, "the server learns each round's summed V and A gradients of the surviving "
+                     "clients and who survived; no individual upload")
+        return PrivacyReport((NoGuarantee(
             protection="none beyond federation: X, Y and U rows stay on their clients; each "
                        "client's gradients of V and A are sent in clear",
             leakage="each upload's V gradient row j is 2 c_j (u.v_j - p_j) u: every row is a "
                     "multiple of u (its direction is exposed) and positives differ in weight "
                     "and target; its A gradient 2 w_Y (A u - y) u^T ties y to u",
-            secure_aggregation=False)
+            details={"secure_aggregation": False}),))
 
     def state_dict(self) -> dict[str, Any]:
         state = {"v": self.v.detach().clone(), "a": self.a.detach().clone(),

@@ -14,7 +14,7 @@ from fedrec.data.types import check_split
 from fedrec.federation.aggregation import fedavg, weighted_mean
 from fedrec.federation.runtime import Runtime
 from fedrec.models import gcn
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 
 class FedAvgGCNServer(ServerLogic):
@@ -55,7 +55,7 @@ class FedAvgGCNServer(ServerLogic):
                        "training nodes, in clear",
                 EVALUATE: "each host's accuracy count on its own nodes of the split"}
 
-    def privacy_report(self) -> dict[str, Any] | None:
-        return no_guarantee(
+    def privacy(self) -> PrivacyReport:
+        return PrivacyReport((NoGuarantee(
             protection="node features, labels and edges stay on their host",
-            leakage="the server sees every sampled host's trained GCN weights each round")
+            leakage="the server sees every sampled host's trained GCN weights each round"),))

@@ -16,7 +16,7 @@ from fedrec.core.rng import derive_seed
 from fedrec.federation.aggregation import fedavg
 from fedrec.federation.runtime import Runtime
 from fedrec.models import ncf
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 
 class FedAvgNCFServer(ServerLogic):
@@ -55,12 +55,12 @@ class FedAvgNCFServer(ServerLogic):
                        "and layers) and its number of training rows, in clear",
                 EVALUATE: RANKING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
-        return no_guarantee(
+    def privacy(self) -> PrivacyReport:
+        return PrivacyReport((NoGuarantee(
             protection="none: interactions stay on the device, the trained model is sent in "
                        "clear",
             leakage="each upload carries the client's trained item embeddings and MLP weights "
-                    "in the clear: the changed item rows name the items it trained on")
+                    "in the clear: the changed item rows name the items it trained on"),))
 
     def state_dict(self) -> dict[str, Any]:
         return {"params": {k: v.clone() for k, v in self.params.items()}}

@@ -34,12 +34,14 @@ from fedrec.federation.secure_sum import (
     secure_sum_request,
 )
 from fedrec.models import gnn
-from fedrec.privacy import (
+from fedrec.privacy import linf_laplace_epsilon, worst_client_accountant
+from fedrec.privacy.report import (
     NO_GUARANTEE,
-    attack_fields,
-    linf_laplace_epsilon,
-    no_guarantee,
-    worst_client_accountant,
+    WEAK_EPSILON,
+    Attack,
+    Guarantee,
+    NoGuarantee,
+    PrivacyReport,
 )
 
 
@@ -217,7 +219,7 @@ class FedGNNServer(ServerLogic):
                        "the gradients of its rated items and pseudo items, with their ids",
                 EVALUATE: RATING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         """What a client's uploads are protected by, over the run so far.
 
         Guarantee (local DP, with ``clip`` δ and ``laplace`` λ > 0): neighbouring inputs are
@@ -233,17 +235,35 @@ class FedGNNServer(ServerLogic):
         items: ``item_ids``, no formal guarantee) and the graph expansion (user embeddings
         and item tokens to the third party, neighbours' embeddings to clients, in clear).
         """
+        cfg = self.cfg
         if self.dp is not None:
-            return dict(self.dp.report(), paper_mechanisms=(
+            return self.dp.report().with_caveat("paper_mechanisms", (
                 "not used under dp: no pseudo item (no item id is sent), no LDP (the noise is "
                 "the aggregate's), no graph expansion (it would send user embeddings and item "
                 "tokens to the third party in clear)"))
-        report = self._ldp_report()
-        if self.cfg.item_privacy == "secure_sum":
-            report.update(self._secure_report())
+        secure = self._secure_facts() if cfg.item_privacy == "secure_sum" else {}
+        report = PrivacyReport((self._ldp_entry(secure),))
+        if secure:
+            report = report.with_caveat(
+                "item_ids", "not sent: every client's upload is dense over all items and "
+                            "reaches the server only inside the cohort's secure sum")
+            report = report.with_caveat("ldp_scope", (
+                "each client's whole dense gradient vector, against any observer, the server "
+                "included" if self.mechanism is not None else
+                "none (clip only: the clip bounds the fixed-point ring)")
+                + ("; the rated-item counts block (item_avg=uploaders) is protected by the "
+                   "secure sum only" if cfg.item_avg == "uploaders" else ""))
+        else:
+            report = report.with_part(self._item_ids_entry())
+        if cfg.neighbours > 0:
+            report = report.with_caveat("graph_expansion", (
+                f"{NO_GUARANTEE}: each client sends its user embedding (no noise) and keyed "
+                "tokens of its rated items to the third party, which returns up to "
+                f"{cfg.neighbours} co-raters' embeddings per item to every client"))
         return report
 
-    def _secure_report(self) -> dict[str, Any]:
+    def _secure_facts(self) -> dict[str, Any]:
+        """What the secure sum changes in the run's own entry (protection, leakage)."""
         cfg = self.cfg
         counts = cfg.item_avg == "uploaders"
         return {
@@ -256,20 +276,15 @@ class FedGNNServer(ServerLogic):
                            if cfg.secagg_variant == "bonawitz" else
                            protection_text(cfg.secagg_variant, cfg.secagg_threshold,
                                            cfg.secagg_corrupt) + ", of the dense gradients"),
-            "item_ids": "not sent: every client's upload is dense over all items and reaches "
-                        "the server only inside the cohort's secure sum",
             "leakage": "the server learns each round's sum over the surviving clients of "
                        "[GNN-weight gradient, item gradients dense over all items"
                        + (", per-item rater counts" if counts else "")
                        + "] and who survived; no item ids, no individual upload",
-            "ldp_scope": ("each client's whole dense gradient vector, against any observer, "
-                          "the server included" if self.mechanism is not None else
-                          "none (clip only: the clip bounds the fixed-point ring)")
-                         + ("; the rated-item counts block (item_avg=uploaders) is protected "
-                            "by the secure sum only" if counts else ""),
         }
 
-    def _ldp_report(self) -> dict[str, Any]:
+    def _ldp_entry(self, secure: dict[str, Any]) -> Guarantee | NoGuarantee:
+        """The run's own entry: local DP of the uploads' values (or none), with ``secure``'s
+        protection and leakage where the uploads are summed securely."""
         cfg = self.cfg
         most = max(self.participation.values(), default=0)
         counts = {
@@ -278,59 +293,57 @@ class FedGNNServer(ServerLogic):
                                     if self.participation else 0.0),
             "clients_participated": len(self.participation),
         }
-        extra: dict[str, Any] = {"item_ids": self._item_ids_report()}
-        if cfg.neighbours > 0:
-            extra["graph_expansion"] = (
-                f"{NO_GUARANTEE}: each client sends its user embedding (no noise) and keyed "
-                "tokens of its rated items to the third party, which returns up to "
-                f"{cfg.neighbours} co-raters' embeddings per item to every client")
         if self.mechanism is None:
             what = ("clipping only (clip > 0, laplace = 0)" if cfg.clip > 0
                     else "no clipping, no noise")
-            return no_guarantee(
-                protection=f"{what}: gradient values are released without noise",
-                leakage="each upload carries the gradient rows of the client's rated items "
-                        "(among pseudo items) and its training loss, unnoised",
-                ldp=False, **counts, **extra)
+            facts = dict(secure)
+            return NoGuarantee(
+                protection=facts.pop("protection",
+                                     f"{what}: gradient values are released without noise"),
+                leakage=facts.pop("leakage",
+                                  "each upload carries the gradient rows of the client's rated "
+                                  "items (among pseudo items) and its training loss, unnoised"),
+                details={"ldp": False, **counts, **facts})
         eps = linf_laplace_epsilon(cfg.clip, cfg.laplace, max(self.max_upload_dim, 1))
         vector = eps.vector_mechanism
         rep = worst_client_accountant(vector, self.participation).report(cfg.dp_delta)
         pure = rep.method.startswith("basic")
         meaning = (f"exp({rep.epsilon:.3g}) bounds nothing: the values are not protected in any "
-                   "practical sense" if rep.epsilon > 10 else
+                   "practical sense" if rep.epsilon > WEAK_EPSILON else
                    f"exp({rep.epsilon:.3g}) bounds the likelihood ratio of any two private "
                    "datasets given all of the client's uploads")
-        return {
-            "ldp": True,
-            "mechanism": "laplace",
-            "guarantee": (
-                f"local DP of the gradient values a client uploads, whole upload: d = {eps.dim} "
-                f"coordinates (the largest upload received) clipped to L-infinity {cfg.clip} "
-                f"(L1 sensitivity 2*clip*d = {2 * cfg.clip * eps.dim:.6g}) with Laplace scale "
-                f"{cfg.laplace}, epsilon {eps.per_vector:.6g} per upload, composed over the "
-                f"{most} uploads of the most-participating client; {meaning}. Not covered: "
-                "the uploaded item ids (item_ids) and the graph expansion"),
-            "epsilon": rep.epsilon,
-            "delta": 0.0 if pure else rep.delta,
-            "epsilon_method": rep.method,
-            "pld_note": rep.pld_note,
-            "epsilon_pld": rep.epsilon_pld,
-            "epsilon_basic": rep.epsilon_basic,
-            "epsilon_per_upload": eps.per_vector,
-            "upload_dim": eps.dim,
-            "upload_dim_note": "the largest upload received (GNN weight gradients plus one row "
-                               "per real and pseudo item); every upload is accounted at it",
-            "noise_multiplier": vector.noise_multiplier,
-            "neighboring_relation": "local DP: any two same-shape gradients of one client",
-            **counts,
-            "epsilon_per_coordinate_per_upload": eps.per_coordinate,
-            "epsilon_per_coordinate_note": "secondary: one coordinate of one upload with all the "
-                                           "others held fixed (the figure FedGNN reports); it "
-                                           "does not bound what a client releases",
-            **extra,
-        }
+        return Guarantee(
+            f"local DP of the gradient values a client uploads, whole upload: d = {eps.dim} "
+            f"coordinates (the largest upload received) clipped to L-infinity {cfg.clip} "
+            f"(L1 sensitivity 2*clip*d = {2 * cfg.clip * eps.dim:.6g}) with Laplace scale "
+            f"{cfg.laplace}, epsilon {eps.per_vector:.6g} per upload, composed over the "
+            f"{most} uploads of the most-participating client; {meaning}. Not covered: "
+            "the uploaded item ids (item_ids) and the graph expansion",
+            rep.epsilon, 0.0 if pure else rep.delta, rep.method, unit="client-level",
+            threat="against every observer (local DP: the server and the third party "
+                   "included)",
+            details={
+                "ldp": True,
+                "mechanism": "laplace",
+                "pld_note": rep.pld_note,
+                "epsilon_pld": rep.epsilon_pld,
+                "epsilon_basic": rep.epsilon_basic,
+                "epsilon_per_upload": eps.per_vector,
+                "upload_dim": eps.dim,
+                "upload_dim_note": "the largest upload received (GNN weight gradients plus "
+                                   "one row per real and pseudo item); every upload is "
+                                   "accounted at it",
+                "noise_multiplier": vector.noise_multiplier,
+                "neighboring_relation": "local DP: any two same-shape gradients of one client",
+                **counts,
+                "epsilon_per_coordinate_per_upload": eps.per_coordinate,
+                "epsilon_per_coordinate_note": "secondary: one coordinate of one upload with all "
+                                               "the others held fixed (the figure FedGNN "
+                                               "reports); it does not bound what a client "
+                                               "releases",
+                **secure})
 
-    def _item_ids_report(self) -> dict[str, Any]:
+    def _item_ids_entry(self) -> NoGuarantee:
         """Which items a client uploads: hidden among pseudo items, no formal guarantee."""
         m = self.cfg.pseudo_items
         hide = (f"pseudo items: {m} unrated items per upload with Gaussian rows of the real "
@@ -345,11 +358,12 @@ class FedGNNServer(ServerLogic):
             "measured_attack_rule": self.attack.best_rule() if self.attack else None,
             "measured_attack_uploads": summary["attack_uploads"],
             "measured_attack_random_f1": summary.get("attack_random_f1")}  # chance level
-        measured = attack_fields(name, summary.get("attack_f1"), "set measure_leakage=true",
-                                 **details)
-        return no_guarantee(protection=hide,
-                            leakage="each upload names its rated items among the pseudo ones",
-                            **measured)
+        f1 = summary.get("attack_f1")
+        attack = (Attack(name, float(f1)) if f1 is not None else
+                  Attack(name, how_to_measure="set measure_leakage=true"))
+        return NoGuarantee(protection=hide,
+                           leakage="each upload names its rated items among the pseudo ones",
+                           attack=attack, part="item_ids", details=details)
 
     def state_dict(self) -> dict[str, Any]:
         return {"items": self.items.clone(), "params": {k: v.clone() for k, v in

@@ -29,12 +29,12 @@ from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expe
 from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime, cohort_size
 from fedrec.federation.secure_sum import (
-    protection_text,
     receives,
+    secure_sum_report,
     secure_sum_request,
     sum_streamed,
 )
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 
 class FedGRecServer(ServerLogic):
@@ -220,14 +220,14 @@ class FedGRecServer(ServerLogic):
                            secure),
                 EVALUATE: RANKING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         """No differential privacy. With secure aggregation the server learns sums only
         (degrees, each cohort's summed updates and latent contributions); per-row download
         tells it every sampled client's items (and sampled negatives). With ``dp``, the DP
         aggregate's user-level report."""
         cfg = self.cfg
         if self.dp is not None:
-            return dict(self.dp.report(), releases=(
+            return self.dp.report().with_details(releases=(
                 "one per round: the noised sum of the Poisson cohort's clipped vectors "
                 "[item-row updates | degree change | latent change] (no degree block with a "
                 "public dp_degree, no latent block with dp_latent: none); no warm-up under dp. "
@@ -242,17 +242,15 @@ class FedGRecServer(ServerLogic):
             "of rows it reads, i.e. all its training items plus that round's sampled negatives "
             f"({self.rows_downloaded} rows so far)")
         if cfg.secure_aggregation:
-            return no_guarantee(
-                protection=protection_text(cfg.secagg_variant, cfg.secagg_threshold,
-                                           cfg.secagg_corrupt) + ", of dense uploads",
+            return secure_sum_report(
+                cfg, of=", of dense uploads",
                 leakage="the item degrees |N_t|, each warm-up chunk's and each cohort's summed "
                         "item updates, rows-trained counts, latent contributions and mean loss, "
-                        "and who survived; " + download,
-                secure_aggregation=True)
-        return no_guarantee(
+                        "and who survived; " + download)
+        return PrivacyReport((NoGuarantee(
             protection="none: every client's dense upload is sent in clear (fixed-point "
                        "encoded); e_u^0 and the latent user embeddings stay on the device",
             leakage="each upload shows the rows the client trained (its items and negatives), "
                     "its item updates and its latent contributions e_u^k / sqrt(|N_u| |N_t|); "
                     + download,
-            secure_aggregation=False)
+            details={"secure_aggregation": False}),))

@@ -21,7 +21,7 @@ from fedrec.federation.message import PartyId
 from fedrec.federation.runtime import Runtime
 from fedrec.models.mf import init_factors
 from fedrec.privacy.paillier import EncryptedArray, public_key_from_bytes, public_key_to_bytes
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import NoGuarantee, PrivacyReport
 
 
 class FedMFServer(ServerLogic):
@@ -94,16 +94,17 @@ class FedMFServer(ServerLogic):
                        "item-factor gradients (Paillier ciphertexts)",
                 EVALUATE: RATING_EVALUATION}
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         leak = ("the server sees only ciphertexts of a fixed shape" if self.cfg.upload == "full"
                 else "each upload names the client's rated items in plaintext")
-        return no_guarantee(
+        return PrivacyReport((NoGuarantee(
             protection=f"Paillier encryption of item gradients ({self.cfg.key_bits}-bit n): "
                        "semantic security under DCR against an honest-but-curious server "
                        "holding only the public key",
             leakage=f"{leak}; every client (all share the private key) decrypts the item "
                     "table, hence each round's aggregate update",
-            encryption=f"Paillier ({self.cfg.key_bits}-bit n)", upload=self.cfg.upload)
+            details={"encryption": f"Paillier ({self.cfg.key_bits}-bit n)",
+                     "upload": self.cfg.upload}),))
 
     def state_dict(self) -> dict[str, Any]:
         if self.table is None or self.public_key is None:

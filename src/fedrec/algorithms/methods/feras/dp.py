@@ -45,7 +45,7 @@ has): averaging its own rows with the other hosts' noisy ones would only add noi
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -54,7 +54,7 @@ from fedrec.errors import ConfigError
 from fedrec.privacy.accounting import PrivacyAccountant, Release
 from fedrec.privacy.clipping import clip_l2_rows
 from fedrec.privacy.rdp import gaussian_rdp, rdp_epsilon
-from fedrec.privacy.report import NO_GUARANTEE, no_guarantee
+from fedrec.privacy.report import Attack, Guarantee, NoGuarantee, PrivacyReport
 from fedrec.privacy.user_level import solve_noise_multiplier
 
 if TYPE_CHECKING:
@@ -63,10 +63,10 @@ if TYPE_CHECKING:
 __all__ = ["UNIT", "check", "clip_rows", "noise_multiplier", "planned_uploads",
            "privacy_report", "upload_accountant", "upload_noise"]
 
-UNIT = ("one private node's attribute row x_v (replace-one; held by the one host that owns v; "
-        "public nodes' attributes are public)")
-THREAT = ("the aggregation server (every upload of every host) and the other hosts (the AS's "
-          "averages), honest-but-curious")
+UNIT = ("node-level: one private node's attribute row x_v (replace-one; held by the one host "
+        "that owns v; public nodes' attributes are public)")
+THREAT = ("against the aggregation server and the other hosts: the AS sees every upload of every "
+          "host, the other hosts the AS's averages; honest-but-curious")
 
 
 def planned_uploads(cfg: FerasConfig) -> int:
@@ -142,50 +142,48 @@ def upload_accountant(cfg: FerasConfig) -> PrivacyAccountant:
     return acct
 
 
-def _attack_text(metrics: dict[str, float] | None) -> str:
+def _attack(metrics: dict[str, float] | None) -> Attack:
+    """The AS's attribute inference (AUC, not F1), or how to measure it."""
+    name = "the AS's attribute inference"
     if not metrics:
-        return ("the AS's attribute inference: not measured; run with --set attack=true "
-                "(AUC, chance 0.5)")
+        return Attack(name, how_to_measure="run with --set attack=true (AUC, chance 0.5)")
     auc = {rule: metrics.get(f"attack_auc_private_{rule}", float("nan"))
            for rule in ("inversion", "decoder", "prior")}
-    return (f"the AS's attribute inference: AUC on private nodes: inversion "
-            f"{auc['inversion']:.3f}, decoder {auc['decoder']:.3f} (chance 0.5; the word-"
-            f"frequency prior, which reads no upload, {auc['prior']:.3f})")
+    return Attack(name, outcome=(
+        f"AUC on private nodes: inversion {auc['inversion']:.3f}, decoder "
+        f"{auc['decoder']:.3f} (chance 0.5; the word-frequency prior, which reads no upload, "
+        f"{auc['prior']:.3f})"))
 
 
 def privacy_report(cfg: FerasConfig, leakage: str,
-                   attack: dict[str, float] | None) -> dict[str, Any]:
+                   attack: dict[str, float] | None) -> PrivacyReport:
     """The run's report: no formal guarantee as a whole (the weights); with ``embedding_dp``,
-    the embedding uploads' (epsilon, delta) under ``embedding_uploads``, never as
-    ``epsilon``."""
-    measured = {"measured_attack": _attack_text(attack), "measured_attack_f1": None,
-                **({k: v for k, v in attack.items() if k.startswith("attack_auc_")}
-                   if attack else {})}
+    the embedding uploads' (epsilon, delta) as the part ``embedding_uploads``, never as the
+    run's ``epsilon``."""
+    aucs = {k: v for k, v in attack.items() if k.startswith("attack_auc_")} if attack else {}
     if cfg.embedding_dp == "none":
-        return no_guarantee(protection="node attributes and labels stay on their host",
-                            leakage=leakage, **measured)
+        return PrivacyReport((NoGuarantee(
+            protection="node attributes and labels stay on their host", leakage=leakage,
+            attack=_attack(attack), details=aucs),))
     rep = upload_accountant(cfg).report(float(cfg.embedding_delta))
     sigma = noise_multiplier(cfg)
-    uploads = {
-        "guarantee": (f"({rep.epsilon:.4g}, {rep.delta:g})-DP for {UNIT}, of every embedding "
-                      "upload of the run, for the weights each was computed with"),
-        "epsilon": rep.epsilon, "delta": rep.delta, "epsilon_method": rep.method,
-        "epsilon_pld": rep.epsilon_pld, "epsilon_rdp": rep.epsilon_rdp,
-        "mechanism": "Gaussian on each private row clipped to C in L2: sensitivity 2C, "
-                     "noise std sigma C",
-        "clip": float(cfg.embedding_clip), "noise_multiplier_sigma": sigma,
-        "noise_multiplier_of_sensitivity": sigma / 2.0,
-        "uploads_per_node": planned_uploads(cfg), "sampling": "none claimed (public sampler)",
-    }
-    weights = no_guarantee(
+    uploads = Guarantee(
+        f"({rep.epsilon:.4g}, {rep.delta:g})-DP for {UNIT}, of every embedding upload of the "
+        "run, for the weights each was computed with", rep.epsilon, rep.delta, rep.method,
+        unit=UNIT, threat=THREAT, part="embedding_uploads", details={
+            "epsilon_pld": rep.epsilon_pld, "epsilon_rdp": rep.epsilon_rdp,
+            "mechanism": "Gaussian on each private row clipped to C in L2: sensitivity 2C, "
+                         "noise std sigma C",
+            "clip": float(cfg.embedding_clip), "noise_multiplier_sigma": sigma,
+            "noise_multiplier_of_sensitivity": sigma / 2.0,
+            "uploads_per_node": planned_uploads(cfg),
+            "sampling": "none claimed (public sampler)"})
+    weights = NoGuarantee(
         protection="none: sent in clear to the AS every q iterations",
         leakage="the weights depend on every visible training node's attributes and labels; "
                 "DP-SGD with per-node clipping would be needed to bound them (not built)",
-        **measured)
-    return {
-        "guarantee": NO_GUARANTEE, "epsilon": None,
-        "protection": (f"embedding uploads ({rep.epsilon:.4g}, {rep.delta:g})-DP per private "
-                       "node given the weights; no formal guarantee for the weights"),
-        "leakage": leakage, "unit": UNIT, "threat": THREAT,
-        "embedding_uploads": uploads, "weights": weights,
-    }
+        attack=_attack(attack), part="weights", details=aucs)
+    return PrivacyReport((NoGuarantee(
+        protection=(f"embedding uploads ({rep.epsilon:.4g}, {rep.delta:g})-DP per private "
+                    "node given the weights; no formal guarantee for the weights"),
+        leakage=leakage, unit=UNIT, threat=THREAT), uploads, weights))

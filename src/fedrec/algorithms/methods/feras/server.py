@@ -22,6 +22,7 @@ from fedrec.core.codec import Payload
 from fedrec.data.types import check_split
 from fedrec.federation.message import AGGREGATOR, PartyId
 from fedrec.federation.runtime import Observer, Runtime
+from fedrec.privacy.report import PrivacyReport
 
 
 class FerasServer(ServerLogic):
@@ -108,7 +109,7 @@ class FerasServer(ServerLogic):
         return {TRAIN: "each host's training loss and its number of training nodes",
                 EVALUATE: "each host's metric counts on its own nodes of the split"}
 
-    def privacy_report(self) -> dict[str, Any] | None:
+    def privacy(self) -> PrivacyReport:
         """No formal guarantee for the run; with ``embedding_dp``, the embedding uploads'
         (epsilon, delta) per private node and the weights' status (:func:`.dp.privacy_report`),
         with the AS's attack where it ran."""

@@ -36,7 +36,7 @@ from fedrec.federation.secure_sum import (
 from fedrec.models import dssm
 from fedrec.privacy.accounting import PrivacyAccountant
 from fedrec.privacy.mechanisms import GaussianMechanism
-from fedrec.privacy.report import no_guarantee
+from fedrec.privacy.report import Guarantee, NoGuarantee, PrivacyReport
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-7  # Keras's default (the paper ran TensorFlow Federated)
@@ -210,24 +210,31 @@ class FLMVDSSMServer(ServerLogic):
                 "epsilon_predictions": None if predict is None else gaussian_epsilon([predict],
                                                                                      delta)}
 
-    def view_level_report(self) -> dict[str, Any]:
+    def view_level_report(self) -> Guarantee | NoGuarantee:
         """The paper's view-level Gaussian as its own figure beside a DP run's user-level one:
         what protects one view against its own device and whoever reads that device's local
         aggregate (add/remove one view's contribution), independent of ``dp``."""
         cfg = self.cfg
         train, predict = self.releases()
-        both = train is not None and predict is not None
-        return {"scope": "each view against its own device (the local framework) and whoever "
-                         "reads that device's local aggregate: add/remove one view's "
-                         "contribution; the paper's Gaussian, independent of dp",
-                "noise_multiplier": cfg.noise_multiplier, "clip": cfg.clip,
-                "predict_noise": cfg.predict_noise, "delta": cfg.delta,
-                "epsilon": gaussian_epsilon([train, predict], cfg.delta) if both else None,
-                "epsilon_method": GAUSSIAN_COMPOSITION,
-                "rounds_of_the_busiest_device": max(self.participations.values(), default=0),
-                "evaluations": self.evaluations, **self.view_epsilons()}
+        details = {"scope": "each view against its own device (the local framework) and "
+                            "whoever reads that device's local aggregate: add/remove one view's "
+                            "contribution; the paper's Gaussian, independent of dp",
+                   "noise_multiplier": cfg.noise_multiplier, "clip": cfg.clip,
+                   "predict_noise": cfg.predict_noise,
+                   "rounds_of_the_busiest_device": max(self.participations.values(), default=0),
+                   "evaluations": self.evaluations, **self.view_epsilons()}
+        if train is None or predict is None:
+            off = " and ".join(what for what, rel in (("item updates", train),
+                                                       ("prediction probabilities", predict))
+                               if rel is None)
+            return NoGuarantee(f"the paper's Gaussian, but none on the {off}", part="view_level",
+                               details={
+                **details, "delta": cfg.delta, "epsilon_method": GAUSSIAN_COMPOSITION})
+        return Guarantee(VIEW_LEVEL, gaussian_epsilon([train, predict], cfg.delta), cfg.delta,
+                         GAUSSIAN_COMPOSITION, unit=VIEW_UNIT, threat=VIEW_THREAT,
+                         part="view_level", details=details)
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         """The paper's view-level report; under ``dp``, the DP aggregate's user-level report
         (the unit: a device with all its views) with the view-level one under ``view_level``."""
         if self.dp is not None:
@@ -235,8 +242,8 @@ class FLMVDSSMServer(ServerLogic):
                      "inside the device's clipped vector into the DP sum"
                      if self.cfg.aggregate_user_sub_model else
                      "user sub-models never leave their views (SEMI-FL-MV-DSSM)")
-            return dict(self.dp.report(), view_level=self.view_level_report(),
-                        user_sub_models=users)
+            return self.dp.report().with_part(self.view_level_report()).with_caveat(
+                "user_sub_models", users)
         cfg = self.cfg
         train, predict = self.releases()
         remote = (protection_text(cfg.secagg_variant, cfg.secagg_threshold, cfg.secagg_corrupt)
@@ -246,7 +253,7 @@ class FLMVDSSMServer(ServerLogic):
                  "the device's upload, to the sum" if cfg.aggregate_user_sub_model else
                  "user sub-models never leave their views (SEMI-FL-MV-DSSM)")
         facts: dict[str, Any] = {
-            "remote_protection": remote, "user_sub_models": users,
+            "remote_protection": remote,
             "rounds_of_the_busiest_device": max(self.participations.values(), default=0),
             "evaluations": self.evaluations, "secure_aggregation": cfg.secure_aggregation,
             **self.view_epsilons()}
@@ -256,18 +263,22 @@ class FLMVDSSMServer(ServerLogic):
                            if rel is None]
             noised = ("the Gaussian mechanism on each view's item updates (local aggregate)"
                       if train is not None else "no noise on anything a view releases")
-            return no_guarantee(
+            top: Guarantee | NoGuarantee = NoGuarantee(
                 protection=noised + "; " + remote,
                 leakage=f"{' and '.join(unprotected)} of each view reach its device without "
-                        "noise; " + users, **facts)
-        return {"guarantee": "(epsilon, delta)-DP per view, add/remove one view's "
-                             "contribution, for everything the view releases to its device "
-                             "(item updates and prediction probabilities)",
-                "epsilon": gaussian_epsilon([train, predict], cfg.delta), "delta": cfg.delta,
-                "epsilon_method": GAUSSIAN_COMPOSITION, **facts}
+                        "noise; " + users, details=facts)
+        else:
+            top = Guarantee(VIEW_LEVEL, gaussian_epsilon([train, predict], cfg.delta),
+                            cfg.delta, GAUSSIAN_COMPOSITION, unit=VIEW_UNIT, threat=VIEW_THREAT,
+                            details=facts)
+        return PrivacyReport((top,)).with_caveat("user_sub_models", users)
 
 
 GAUSSIAN_COMPOSITION = "exact composition of Gaussian mechanisms (Gaussian DP)"
+VIEW_LEVEL = ("(epsilon, delta)-DP per view, add/remove one view's contribution, for everything "
+              "the view releases to its device (item updates and prediction probabilities)")
+VIEW_UNIT = "view-level: add/remove one view's contribution"
+VIEW_THREAT = "against its device: and whoever reads that device's local aggregate"
 
 
 def gaussian_epsilon(releases: list[tuple[float, int]], delta: float) -> float:

@@ -24,7 +24,7 @@ from fedrec.federation.runtime import Observer, Runtime
 from fedrec.metrics.ranking import ScoreFn
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.models.training import minibatch_epoch
-from fedrec.privacy.report import attack_fields, no_guarantee
+from fedrec.privacy.report import Attack, NoGuarantee, PrivacyReport
 
 
 class PTFServer(ServerLogic):
@@ -215,10 +215,10 @@ class PTFServer(ServerLogic):
                        "their ids",
                 EVALUATE: RANKING_EVALUATION}
 
-    def measured_attacks(self) -> dict[str, Any]:
-        """The attacks measured on the server's inbox (:func:`attack_fields`): the cross-upload
-        attack over all of each client's uploads is the figure (``measured_attack_f1``), the
-        single-upload top-guess attack a detail."""
+    def measured_attacks(self) -> tuple[Attack, dict[str, Any]]:
+        """The attacks measured on the server's inbox: the cross-upload attack over all of each
+        client's uploads is the figure (``measured_attack_f1``), the single-upload top-guess
+        attack a detail; with the details' keys."""
         cfg = self.cfg
         cross = self.cross_attack.overall() if self.cross_attack is not None else {}
         name = ("CrossUploadAttack (fedrec.attacks.cross_upload): the server keeps every upload "
@@ -233,11 +233,12 @@ class PTFServer(ServerLogic):
                                         "highest scores of one upload; mean F1 over uploads",
                 "single_upload_attack_f1": single["attack_f1"],
                 "single_upload_attack_uploads": single["attack_uploads"]})
-        return attack_fields(name, cross.get("f1"),
-                             "set attack=true (a deployment also needs --experimenter-oracle)",
-                             **details)
+        if cross.get("f1") is None:
+            return Attack(name, how_to_measure="set attack=true (a deployment also needs "
+                                               "--experimenter-oracle)"), {}
+        return Attack(name, float(cross["f1"])), details
 
-    def privacy_report(self) -> dict[str, Any]:
+    def privacy(self) -> PrivacyReport:
         """With ``upload_dp``: the user-level (ε, δ) of the most-participating client
         (:func:`~fedrec.algorithms.methods.ptf_fedrec.upload_dp.upload_dp_report`). Without:
         no formal guarantee -- sampling, swapping and dispersal bound nothing provably (and
@@ -245,9 +246,10 @@ class PTFServer(ServerLogic):
         travel in clear). Either way the cross-upload attack's F1 measured in this run says what
         the server learns (:meth:`measured_attacks`)."""
         cfg = self.cfg
+        attack, details = self.measured_attacks()
         if self.plan is not None:
-            return {**upload_dp_report(self.plan, self.participations),
-                    **self.measured_attacks()}
+            return PrivacyReport((upload_dp_report(self.plan, self.participations, attack,
+                                                   **details),))
         hides = {
             "none": "nothing: each upload names the client's trained items (positives and "
                     "sampled negatives) with its model's scores",
@@ -260,13 +262,13 @@ class PTFServer(ServerLogic):
             "ldp": f"Laplace noise (scale ldp_scale {cfg.ldp_scale}) on each uploaded score, "
                    "clamped to [0, 1]; the uploaded ids travel in clear",
         }[cfg.defense]
-        return no_guarantee(
+        return PrivacyReport((NoGuarantee(
             protection=f"defense {cfg.defense!r}: {hides}; no model parameters are exchanged, "
                        f"and the server's model is never sent (clients get its scores on "
                        f"alpha {cfg.alpha} items per round, {cfg.dispersal!r} dispersal)",
             leakage="each upload names a subset of the client's trained items (positives and "
                     "negatives) with its model's scores",
-            defense=cfg.defense, **self.measured_attacks())
+            attack=attack, details={"defense": cfg.defense, **details}),))
 
     def state_dict(self) -> dict[str, Any]:
         return {

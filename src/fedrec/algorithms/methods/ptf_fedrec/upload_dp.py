@@ -56,6 +56,7 @@ from fedrec.errors import ConfigError
 from fedrec.privacy.accounting import PrivacyAccountant, worst_client_accountant
 from fedrec.privacy.audit import epsilon_lower_bound
 from fedrec.privacy.mechanisms import GaussianMechanism
+from fedrec.privacy.report import Attack, Guarantee
 from fedrec.privacy.user_level import solve_noise_multiplier
 
 UPLOAD_DP = ("none", "gaussian")
@@ -203,8 +204,10 @@ def audit_uploads(plan: UploadPlan, canaries: int, uploads: int, seed: int,
                        canaries, uploads)
 
 
-def upload_dp_report(plan: UploadPlan, participations: Mapping[Any, int]) -> dict[str, Any]:
-    """The formal part of the privacy report (:mod:`fedrec.privacy.report`'s shape)."""
+def upload_dp_report(plan: UploadPlan, participations: Mapping[Any, int],
+                     attack: Attack | None = None, **details: Any) -> Guarantee:
+    """The run's guarantee (:mod:`fedrec.privacy.report`), with the ``attack`` measured on the
+    uploads and its ``details``."""
     rep = plan.accountant(participations).report(plan.delta)
     most = max(participations.values(), default=0)
     guarantee = (
@@ -213,22 +216,21 @@ def upload_dp_report(plan: UploadPlan, participations: Mapping[Any, int]) -> dic
         f"(independent of its data) plus Gaussian noise sigma {plan.sigma:.4g} = "
         f"{plan.noise_multiplier:.4g} x sqrt({plan.items}); composed over "
         f"the {most} uploads of the most-participating client")
-    return {
-        "guarantee": guarantee,
+    return Guarantee(
+        guarantee, rep.epsilon, plan.delta,
+        f"{rep.method} (Gaussian composed over the most-participating client's uploads; no "
+        "amplification: the server knows who uploaded)",
+        unit="user-level: one user's whole data (interactions, hence its model and every "
+             "upload of the run) replaced by any other; who uploaded when is public",
+        threat="against the server: honest-but-curious, it keeps every upload, knows the "
+               "configuration, the participation and what it dispersed (not the client's "
+               "key); client evaluation replies go to the experimenter",
+        attack=attack, details={
         "protection": guarantee,
-        "epsilon": rep.epsilon,
-        "epsilon_method": f"{rep.method} (Gaussian composed over the most-participating "
-                          "client's uploads; no amplification: the server knows who uploaded)",
-        "delta": plan.delta,
         "epsilon_per_upload": plan.epsilon(1),
         "epsilon_pld": rep.epsilon_pld,
         "epsilon_rdp": rep.epsilon_rdp,
         "epsilon_closed_form": composed_epsilon(plan.noise_multiplier, most, plan.delta),
-        "unit": "user: one user's whole data (interactions, hence its model and every upload "
-                "of the run) replaced by any other; who uploaded when is public",
-        "threat": "honest-but-curious server that keeps every upload, knows the configuration, "
-                  "the participation and what it dispersed (not the client's key); client "
-                  "evaluation replies go to the experimenter",
         "upload_dp": "gaussian",
         "upload_items": plan.items,
         "noise_multiplier": plan.noise_multiplier,
@@ -236,4 +238,4 @@ def upload_dp_report(plan: UploadPlan, participations: Mapping[Any, int]) -> dic
         "sensitivity_l2": plan.sensitivity,
         "participations_max": most,
         "planned_uploads": plan.rounds,
-    }
+        **details})
