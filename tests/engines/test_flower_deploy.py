@@ -9,9 +9,14 @@ party as a 4th SuperNode), separate processes talking HTTP on 127.0.0.1, 2 round
   differently; a protocol error (a missing client, a wrong neighbour, another noise draw)
   moves the metrics by 1e-3 and more.
 
-The ledgers (bytes and messages per round, direction, step) are identical. A SuperNode killed
-(SIGKILL, with its executor) when round 1 is done is absent from round 2, which finishes with
-the other clients: exactly the simulator with those clients dropped.
+The ledgers (bytes and messages per round, direction, step) are identical. The third
+deployment is FCF with secure aggregation (Bonawitz et al.): its round 1 equals the simulator's
+secure run, the four secure-sum steps carrying the same bytes over Flower (the masks cancel
+exactly in the ring, whatever keys the nodes draw); then one of its SuperNodes is killed
+(SIGKILL, with its executor) when round 1 is done and is absent from round 2, whose secure sum
+finishes with the 26 survivors (>= t = 24 of the 40-client cohort) whichever step the kill
+landed in: exactly the simulator with those clients dropped. (SecAgg+ runs the same transport;
+its apps are compared with the simulator on the in-memory grid, test_flower_runtime.py.)
 When FCF's round 1 is done, the clock steps by 1 s as psutil sees it (every process's wall-clock
 start time moves): the three deployments are running and must finish all the same.
 
@@ -68,7 +73,8 @@ DEPLOY = RunOptions.of(SIM, engine="flower", nodes=3, timeout=600, call_timeout=
 FCF = {"rounds": 2, "eval_every": 1, "dim": 16}
 FEDGNN = {"rounds": 2, "eval_every": 1, "dim": 16, "clients_per_round": 16, "pseudo_items": 50,
           "neighbours": 4, "expand_after": 0}
-KILL = dict(FCF, eval_every=2)
+# Secure FCF, evaluated once (after the kill): both the secure deployment and the lost node.
+KILL = {**FCF, "eval_every": 2, "secure_aggregation": True}
 # The roots the SuperNodes are given: the clients', and the one derived for FedGNN's third party.
 ROOTS = node_roots(SECRETS, ["third_party"])
 # A proxy nobody listens at (port 9, discard): loopback traffic sent there never arrives.
@@ -191,25 +197,33 @@ def test_fedgnn_deployment_with_third_party_node_equals_simulator(
     deploy_helpers.no_process_left(watches["fedgnn"])
 
 
-def test_killed_supernode_does_not_stop_the_run(
+def test_secure_fcf_equals_the_simulator_and_survives_a_killed_supernode(
         runs, ml100k_root, simulate_lost, deploy_helpers) -> None:
+    h = deploy_helpers
     results, watches = runs
     res, watch = results["kill"], watches["kill"]
     assert watch.killed  # the SuperNode and its executor were SIGKILLed after round 1
     for pid in watch.killed:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    # Round 1, before the kill: the simulator's secure round, step for step.
+    sim = simulate("fcf", "ml-100k", data_dir=ml100k_root, overrides=KILL,
+                   options=SIM).to_json()
+    assert res["history"][0]["train"] == sim["history"][0]["train"] == {
+        "clients": USERS, "dropped_after_keys": 0}
+    assert res["history"][0]["communication"] == sim["history"][0]["communication"]
+    assert any(k.startswith("secagg_unmask") for k in res["communication"]["by_step"])
+    # Round 2: whether the node answered its first steps before dying or not, its clients are
+    # not in the sum; if it had shared keys, the others' unmasking shares removed its masks.
     lost = node_share(list(range(USERS)), 2, 3)
     assert res["status"] == "complete" and len(res["engine"]["dead_nodes"]) == 1
-    assert res["history"][0]["train"]["clients"] == USERS
-    # The kill lands while round 2 starts: the node may or may not have answered its training
-    # request first; it never answers the evaluation.
-    trained = res["history"][1]["train"]["clients"]
-    assert trained in (USERS, USERS - len(lost))
+    round2 = res["history"][1]["train"]
+    assert round2["clients"] == USERS - len(lost)
+    assert round2["dropped_after_keys"] in (0, len(lost))
     assert res["final"]["eval_clients"] == USERS - len(lost)
-    expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=trained < USERS,
+    expected = simulate_lost(ml100k_root, KILL, USERS, lost, train_lost=True,
                              client_secrets=SECRETS)
-    assert deploy_helpers.rel_diff(res["final"], expected) <= 1e-12
-    deploy_helpers.no_process_left(watch)
+    assert h.rel_diff(res["final"], expected) <= 1e-12
+    h.no_process_left(watch)
 
 
 def test_deployments_behind_a_dead_proxy_finish(runs) -> None:

@@ -53,7 +53,7 @@ def local_run(tmp_path, data_root, algorithm: str, overrides: dict, dataset: str
 
 
 def test_a_broadcast_crosses_once_per_supernode_and_states_stay_on_their_nodes(
-        tmp_path, ml100k_root) -> None:
+        tmp_path, ml100k_root, load_once) -> None:
     res, grid = local_run(tmp_path, ml100k_root, "fcf", FCF)
     assert res["engine"]["clients"] == USERS and res["engine"]["dead_nodes"] == []
     # A broadcast travels once per SuperNode, not once per client: Flower's bytes are fewer
@@ -64,7 +64,7 @@ def test_a_broadcast_crosses_once_per_supernode_and_states_stay_on_their_nodes(
     assert all("fedrec_states" in s for s in grid.states.values())
 
 
-def test_the_relay_sees_no_user_embedding_in_clear(tmp_path, ml100k_root) -> None:
+def test_the_relay_sees_no_user_embedding_in_clear(tmp_path, ml100k_root, load_once) -> None:
     # FedGNN's clients route their user embeddings to the third party (which routes back
     # neighbours): sealed mail through the server's relay, never in the clear.
     res, grid = local_run(tmp_path, ml100k_root, "fedgnn", FEDGNN)
@@ -77,7 +77,8 @@ def test_the_relay_sees_no_user_embedding_in_clear(tmp_path, ml100k_root) -> Non
         assert e_u[:4].tobytes() not in relayed
 
 
-def test_dead_supernode_is_a_dropout(tmp_path, ml100k_root, simulate_lost) -> None:
+def test_dead_supernode_is_a_dropout(tmp_path, ml100k_root, simulate_lost,
+                                     load_once) -> None:
     settings = dict(FCF, eval_every=2)
     res, _ = local_run(tmp_path, ml100k_root, "fcf", settings, kill={102: 2})
     lost = node_share(list(range(USERS)), 2, 3)
@@ -121,7 +122,7 @@ def test_graph_hosts_run_on_the_supernodes_their_job_places_them(tmp_path, data_
 
 
 @pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
-def test_feras_aggregation_server_runs_on_a_node_of_its_own(tmp_path, data_root,
+def test_feras_aggregation_server_runs_on_a_node_of_its_own(tmp_path, data_root, load_once,
                                                              schedule: str) -> None:
     """feras on Cora: the aggregation server on a service SuperNode of its own (role
     ``aggregator``, built from the public metadata, no data); embeddings and weights reach it as
@@ -143,7 +144,7 @@ def test_feras_aggregation_server_runs_on_a_node_of_its_own(tmp_path, data_root,
 
 
 @pytest.mark.parametrize("schedule", ["sequential", "synchronous"])
-def test_a_dead_aggregation_server_is_named_not_its_hosts(tmp_path, data_root,
+def test_a_dead_aggregation_server_is_named_not_its_hosts(tmp_path, data_root, load_once,
                                                           schedule: str) -> None:
     """Issue 42: Feras's AS killed in round 2 was reported as a step no host answered (the
     hosts waited for its embeddings); a lost service is no dropout, and the error names it."""
@@ -158,10 +159,11 @@ def test_a_dead_aggregation_server_is_named_not_its_hosts(tmp_path, data_root,
                               "run cannot go on without it")
 
 
-def test_secagg_plus_shares_go_to_the_neighbours_only(tmp_path, ml100k_root) -> None:
+def test_secagg_plus_shares_go_to_the_neighbours_only(tmp_path, ml100k_root, load_once) -> None:
     # SecAgg+ (Bell et al. 2020) over the relay; its client state between the secure-sum steps
     # lives in each node's Context.state. A loopback deployment of Bonawitz et al.'s variant is
-    # in test_flower_secagg.py; the variants differ only in the apps' code, which runs here.
+    # in test_flower_deploy.py (its secure FCF deployment); the variants differ only in the
+    # apps' code, which runs here.
     settings = {"rounds": 1, "eval_every": 1, "dim": 16, "secure_aggregation": True,
                 "secagg_variant": "secagg+"}
     res, grid = local_run(tmp_path, ml100k_root, "fcf", settings)
@@ -175,10 +177,10 @@ def test_secagg_plus_shares_go_to_the_neighbours_only(tmp_path, ml100k_root) -> 
 
 @pytest.fixture
 def load_once(monkeypatch):
-    """Each in-memory "SuperNode" message parses ML-100K again, as a real SuperNode's process
-    does; here the nodes share one parse (a deep copy per message, so no message sees another's
-    changes). Loading is deterministic, so this changes no value a test compares, only its
-    time."""
+    """Each in-memory "SuperNode" message parses its dataset again, as a real SuperNode's
+    process does; here the nodes share one parse (a deep copy per message, so no message sees
+    another's changes). Loading is deterministic, so this changes no value a test compares,
+    only its time."""
     import copy
 
     from fedrec.engines.flower import node
