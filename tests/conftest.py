@@ -144,3 +144,24 @@ def cold_start_dp_run():
         return trainer, stats
 
     return run
+
+
+@pytest.fixture
+def load_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each in-memory "SuperNode" message parses its dataset again, as a real SuperNode's
+    process does; here the nodes share one parse (a deep copy per message, so no message sees
+    another's changes). Loading is deterministic, so this changes no value a test compares,
+    only its time."""
+    import copy
+
+    from fedrec.engines.flower import node
+
+    cache: dict[tuple, object] = {}
+
+    def load_sliced(*args):
+        if args not in cache:
+            cache[args] = real(*args)
+        return copy.deepcopy(cache[args])
+
+    real = node.load_sliced
+    monkeypatch.setattr(node, "load_sliced", load_sliced)

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 @pytest.mark.parametrize("name", FEDERATED)
-def test_flower_equals_the_simulator(name: str, data_root, tmp_path) -> None:
+def test_flower_equals_the_simulator(name: str, data_root, tmp_path, load_once) -> None:
     from fedrec.config import to_dict
     from fedrec.engines.flower.grid import run_in_memory
 

@@ -175,27 +175,6 @@ def test_secagg_plus_shares_go_to_the_neighbours_only(tmp_path, ml100k_root, loa
     assert all("fedrec_states" in s for s in grid.states.values())
 
 
-@pytest.fixture
-def load_once(monkeypatch):
-    """Each in-memory "SuperNode" message parses its dataset again, as a real SuperNode's
-    process does; here the nodes share one parse (a deep copy per message, so no message sees
-    another's changes). Loading is deterministic, so this changes no value a test compares,
-    only its time."""
-    import copy
-
-    from fedrec.engines.flower import node
-
-    cache: dict[tuple, object] = {}
-
-    def load_sliced(*args):
-        if args not in cache:
-            cache[args] = real(*args)
-        return copy.deepcopy(cache[args])
-
-    real = node.load_sliced
-    monkeypatch.setattr(node, "load_sliced", load_sliced)
-
-
 # FL-MV-DSSM: each device's two views are parties of their own, co-located with the device
 # (``Party.host``): they run on the device's SuperNode, on that node's data, and everything
 # between a view and its device is sealed mail through the server's relay. Small towers, 8
