@@ -95,8 +95,9 @@ def results_table(args: list[str], root: Path, page: str) -> str:
 def bench_tables(path: Path, name: str) -> str:
     """A benchmark's JSON as markdown: its ``command``, then a table of its top-level values, a
     table of each list of records (a row per record) and of each mapping of records (a row per
-    key), and, for a mapping of anything else, the same under its name. Floats are shown to 4
-    significant digits; nothing is computed."""
+    key; sibling mappings of values with the same fields, e.g. one per dataset, are such
+    records too), and, for a mapping of anything else, the same under its name. Numbers are
+    shown to 4 significant digits (:func:`_cell`); nothing is computed."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -106,7 +107,7 @@ def bench_tables(path: Path, name: str) -> str:
     if not isinstance(data, dict) or not isinstance(data.get("command"), str):
         raise ConfigError(f"{name}: a benchmark JSON records the command that made it as "
                           f"\"command\"; this one does not")
-    parts = [f"`{data['command']}` wrote `{name}`:\n"]
+    parts = [f"`{data['command']}` (`{name}`):\n"]
     parts += _sections({k: v for k, v in data.items() if k != "command"}, "")
     return "\n".join(parts)
 
@@ -118,9 +119,15 @@ def _sections(data: dict[str, Any], title: str) -> list[str]:
     if cells:
         out.append(_titled(title, markdown_table(["", "value"],
                                                  [[k, _cell(v)] for k, v in cells])))
+    # Mappings of values with the same fields (one per dataset, say): one table, a row each.
+    flat = {k: v for k, v in data.items()
+            if isinstance(v, dict) and not _is_cell(v) and all(map(_is_cell, v.values()))}
+    alike = len(flat) > 1 and len({frozenset(v) for v in flat.values()}) == 1
+    if alike:
+        out.append(_titled(title, _records(list(flat), list(flat.values()))))
     for key, value in data.items():
         where = f"{title} / {key}" if title else key
-        if _is_cell(value):
+        if _is_cell(value) or (alike and key in flat):
             continue
         if isinstance(value, list):  # records: a row each
             out.append(_titled(where, _records(None, value)))
@@ -155,12 +162,15 @@ def _is_cell(value: Any) -> bool:
 
 
 def _cell(value: Any) -> str:
-    """A value as a cell: a float to 4 significant digits, a list of scalars joined by commas,
-    anything else nested as compact JSON."""
+    """A value as a cell: a number to 4 significant digits (at least its integer part, with
+    thousands separators), a list of scalars joined by commas, anything else nested as compact
+    JSON."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
+    if isinstance(value, int):
+        return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, list) and not any(isinstance(v, list | dict) for v in value):
         return ", ".join(_cell(v) for v in value)
     if isinstance(value, list | dict):
