@@ -8,6 +8,7 @@
     fedrec deploy ALGORITHM --dataset NAME [--nodes N] [--max-users N] [--set ...] [--out DIR]
                   [--overwrite] [--compare]
     fedrec results DIR... [--plot FILE.png] [--markdown] [--metrics M1,M2]
+    fedrec pages [PAGE ...] [--check] [--root DIR]
     fedrec algorithms
     fedrec config show ALGORITHM [--dataset NAME]
     fedrec datasets list | info NAME|FILE|DIR [--data-opt ...] | verify [NAME ...]
@@ -95,6 +96,7 @@ GOWALLA_REPRODUCTIONS = ("fedgrec", "ptf-fedrec")  # the reproductions with a --
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from fedrec.reproduce import get_reproduction
+    from fedrec.reproduce.pages import MadeWith, make_report
     from fedrec.reproduce.runner import check_only
 
     set_threads(args.threads, "--threads")
@@ -118,8 +120,31 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if not run_missing:
             raise ConfigError("--only needs at least one setting key prefix")
         check_only(reproduce, run_missing, **kwargs)  # before hours of the other prefixes
-    report = reproduce(out, run_missing=run_missing, **kwargs)
+    made = MadeWith(args.name, args.seeds, args.sweep_seeds, args.gowalla, args.quick)
+    report = make_report(made, out, run_missing=run_missing, data_dir=args.data_dir,
+                         options=kwargs["options"])
     print(f"report: {report}")
+    return 0
+
+
+def cmd_pages(args: argparse.Namespace) -> int:
+    from fedrec.reproduce.pages import stale_pages, write_pages
+
+    set_threads(args.threads, "--threads")
+    root = Path(args.root)
+    if args.check:
+        stale = stale_pages(root, args.names, data_dir=args.data_dir)
+        for path in stale:
+            print(f"stale: {path}")
+        if stale:
+            print(f"fedrec: error: {len(stale)} generated file(s) differ from what `fedrec "
+                  f"pages` writes from the committed results: run it and commit them",
+                  file=sys.stderr)
+            return 1
+        print("pages: every generated page is up to date")
+        return 0
+    for name, changed in write_pages(root, args.names, data_dir=args.data_dir).items():
+        print(f"{name}: {', '.join(changed) if changed else 'unchanged'}")
     return 0
 
 
@@ -244,6 +269,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run only the missing settings whose key (the report's Runs table) "
                           "starts with one of these comma-separated prefixes; report all")
     rep.set_defaults(func=cmd_reproduce)
+
+    pages = sub.add_parser("pages", help="write every generated results page again from the "
+                           "committed results, running nothing")
+    pages.add_argument("names", nargs="*", metavar="PAGE",
+                       help="the pages to write: a reproduction (" + ", ".join(REPRODUCTIONS)
+                       + ") or a docs page with generated blocks (results, benchmarks); "
+                       "default: all")
+    pages.add_argument("--check", action="store_true",
+                       help="write into a temporary copy and exit 1 naming each committed file "
+                            "that differs (CI); PNGs are not compared")
+    pages.add_argument("--root", default=".", help="the fedrec checkout (default: here)")
+    add_threads_option(pages)
+    pages.set_defaults(func=cmd_pages)
 
     from fedrec.cli.deploy import add_deploy_parser
 
