@@ -2,17 +2,20 @@
 and How-to pages runs (issue 39 item 4), so the docs cannot drift from the CLI.
 
 What runs: every fenced ``bash`` and ``python`` block of those pages (the pages are read from
-``mkdocs.yml``'s nav, so a new tutorial is covered by being listed), in order, each page in a
-fresh temporary working directory. A ``fedrec ...`` command runs in-process through
-:func:`fedrec.cli.main.main` on a small slice: ``fedrec run`` gets ``--set rounds=1`` appended
-(a later ``--set`` wins) plus the per-method slices of :data:`SLICES` that the command does not
-set itself; ``fedrec reproduce`` gets ``--quick`` and ``--report-only`` (``--quick --only P``
-where the doc names prefixes: a few seconds); it must exit 0, except ``fedrec run --device cuda``
-on a machine without CUDA, which must be the one-line error the GPU page quotes. A Python block
-is executed with ``exec`` in a fresh namespace. ``export NAME=VALUE`` and ``NAME=VALUE`` lines are
-evaluated by ``bash`` and applied; ``$NAME`` is expanded; ``> FILE`` writes the command's
-output there. The files a tutorial calls "yours" (``my.csv``, ``clicks.tsv``, ``my_graph/``) are
-written small into the working directory first (:data:`USER_FILES`).
+``mkdocs.yml``'s nav, so a new tutorial is covered by being listed) and of any other page under
+``docs/`` that has such a block, in order, each page in a fresh temporary working directory (a
+page's later commands read what its earlier ones wrote: ``fedrec results runs/``). A
+``fedrec ...`` command runs in-process through :func:`fedrec.cli.main.main` on a small slice:
+``fedrec run`` gets ``--set rounds=1`` appended (a later ``--set`` wins) plus the per-method
+slices of :data:`SLICES` that the command does not set itself; ``fedrec reproduce`` gets
+``--quick`` and ``--report-only`` (``--quick --only P`` where the doc names prefixes: a few
+seconds). It must exit 0, except ``fedrec run --device cuda`` on a machine without CUDA, which
+must be the one-line error the GPU page quotes. A Python block is executed with ``exec`` in a
+fresh namespace. ``export NAME=VALUE`` and ``NAME=VALUE`` lines are evaluated by ``bash`` and
+applied; ``$NAME`` is expanded; ``> FILE`` writes the command's output there. The files a
+tutorial calls "yours" (``my.csv``, ``clicks.tsv``, ``my_graph/``) are written small into the
+working directory first (:data:`USER_FILES`), and what a page says its commands show is checked
+where it is a fact about the runs (:data:`CLAIMS`).
 
 What does not run, each for a reason this module checks:
 
@@ -44,6 +47,7 @@ import dataclasses
 import importlib
 import inspect
 import io
+import json
 import os
 import re
 import shlex
@@ -81,6 +85,16 @@ SLICES: dict[str, dict[str, str]] = {
     "fedgrec": {"secure_aggregation": "false"},
 }
 CUDA_ERROR = "no CUDA device is available"
+
+
+def code_pages() -> list[str]:
+    """Every page with a fenced ``bash`` or ``python`` block: the README, the nav's tutorial
+    sections, and any other page under ``docs/`` that shows a command (``docs/privacy.md``)."""
+    pages = nav_pages()
+    pages += [p.relative_to(REPO).as_posix() for p in sorted((REPO / "docs").rglob("*.md"))
+              if "hooks" not in p.parts and p.relative_to(REPO).as_posix() not in pages
+              and any(b.lang in ("bash", "python") for b in blocks(p.read_text("utf-8")))]
+    return pages
 
 
 def nav_pages() -> list[str]:
@@ -260,7 +274,7 @@ def run_command(shell: Shell, where: str, line: str, block: Block) -> None:
         if m.group(1):
             os.environ[m.group(2)] = value  # the workdir fixture restores the environment
         return
-    if line in (REPO / ".ci" / "run").read_text(encoding="utf-8"):
+    if line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines():
         return  # CI runs it verbatim
     words = [shell.expand(w) for w in shlex.split(line, comments=True)]
     commands: list[list[str]] = [[]]
@@ -404,7 +418,7 @@ def _same_runs(pattern: str, count: int) -> Callable[[Path], None]:
     def check(cwd: Path) -> None:
         found = sorted(cwd.glob(f"{pattern}/results.json"))
         assert len(found) == count, found
-        finals = [yaml.safe_load(f.read_text())["final"] for f in found]
+        finals = [json.loads(f.read_text())["final"] for f in found]
         assert all(f == finals[0] for f in finals), finals
 
     return check
@@ -433,7 +447,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_root: Path) ->
     os.environ.update(environ)
 
 
-@pytest.mark.parametrize("page", nav_pages())
+@pytest.mark.parametrize("page", code_pages())
 def test_the_page_s_code_runs(page: str, workdir: Path) -> None:
     text = (REPO / page).read_text(encoding="utf-8")
     for name, write in USER_FILES.items():
@@ -462,7 +476,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     readme = blocks((REPO / "README.md").read_text(encoding="utf-8"))
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     lines = [line for b in readme if b.lang == "bash" for _, line in logical_lines(b)]
-    assert any("pytest" in line and line in ci for line in lines)
+    assert any("pytest" in line and line in ci.splitlines() for line in lines)
 
 
 @pytest.mark.parametrize(("snippet", "message"), [
@@ -495,8 +509,8 @@ def test_a_page_s_marker_applies_to_the_next_block_only() -> None:
     assert [b.line for b in blocks(text)] == [4, 9]
 
 
-def test_the_pages_are_the_nav_s() -> None:
-    pages = nav_pages()
+def test_the_pages_are_the_nav_s_and_every_page_with_code() -> None:
+    pages = code_pages()
     assert {"README.md", "docs/get-started/first-run.md", "docs/tutorials/own-data.md",
-            "docs/flower.md", "docs/how-to/resume.md"} <= set(pages)
+            "docs/flower.md", "docs/how-to/resume.md", "docs/privacy.md"} <= set(pages)
     assert all((REPO / p).is_file() for p in pages)
