@@ -134,7 +134,8 @@ def blocks(text: str) -> list[Block]:
         if (m := MARKER.match(line.strip())) is not None:
             marker = (m.group(1), m.group(2))
         elif (fence := FENCE.match(line.strip())) is not None:
-            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), 0)
+            assert end, f"line {i + 1}: a fence that is never closed"
             found.append(Block(fence.group(1), i + 2, "\n".join(lines[i + 1:end]), marker))
             marker, i = None, end
         elif line.strip():
