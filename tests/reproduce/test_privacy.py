@@ -82,6 +82,14 @@ def test_a_method_without_finished_runs_gets_no_plot_link(tmp_path: Path) -> Non
     assert not list(tmp_path.glob("*.png"))
 
 
+def test_a_report_only_pass_makes_its_new_folder(tmp_path: Path, capsys) -> None:
+    # It failed with "could not write the private modes to OUT/private_modes.json" where nothing
+    # had made OUT yet (found by tests/docs/test_snippets.py).
+    out = tmp_path / "new" / "privacy"
+    assert main(["reproduce", "privacy", "--quick", "--report-only", "--out", str(out)]) == 0
+    assert (out / "README.md").is_file() and (out / "private_modes.json").is_file()
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 

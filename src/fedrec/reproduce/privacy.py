@@ -508,10 +508,10 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
                   f"epsilon {TUNE_EPSILON:g}, seed 0)", "",
                   markdown_table(["candidate", f"validation {choice.select_on or 'rmse'}", ""],
                                  rows)]
+    out.mkdir(parents=True, exist_ok=True)  # --report-only into a new folder: nothing made it
     write_measured(out, PRIVATE_MODES_NAME, json.dumps(private_modes(res), indent=1) + "\n",
                    "the private modes", quick=quick)
     read = RowReaders(_privacy_figures, lambda runs: audit_row(runs, audits), attack_f1)
-    out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / MODES_NAME, write_modes(TARGETS, EPSILONS, res, Path(ATTACKS), read) + "\n",
                  "the privacy page per method and mode")
     write_atomic(audits_path, json.dumps(audits, indent=1, sort_keys=True) + "\n",
