@@ -20,8 +20,9 @@ where it is a fact about the runs (:data:`CLAIMS`).
 What does not run, each for a reason this module checks:
 
 * installs and CI's own lines (``python3 -m venv``, ``pip install``, ``ruff``, ``lint-imports``,
-  ``pytest``, ``mkdocs``): ``.ci/run`` runs the README's test command verbatim (checked) and
-  builds the site; ``tensorboard --logdir`` is a server that does not end;
+  ``pytest``, ``mkdocs``, ``fedrec pages``): ``.ci/run`` runs the README's test command
+  verbatim (checked), builds the site and checks the generated pages; ``tensorboard --logdir``
+  is a server that does not end;
 * ``fedrec deploy``: a real Flower deployment (SuperLink and SuperNode processes) costs tens of
   seconds. Its block carries the marker ``<!-- docs-test: covered by FILE::TEST, ... -->``
   naming the tests under ``tests/engines`` that deploy that algorithm; this module checks that
@@ -75,6 +76,8 @@ SKIPPED = (
     (("pytest",), "the test suite itself (.ci/run)"),
     (("mkdocs",), ".ci/run builds the site (mkdocs build --strict)"),
     (("tensorboard",), "a server that runs until stopped"),
+    (("fedrec", "pages"), ".ci/run runs `fedrec pages --check` over the committed results (a "
+                          "minute or more); tests/reproduce/test_pages.py runs it on a small tree"),
 )
 #: Slices appended to a ``fedrec run`` of the method, each only where the command does not set
 #: the option itself. FCF's default cohort is every client, and its DP preset's secure sum of
