@@ -432,21 +432,19 @@ def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 continue
             kept = [(e, v) for e, v in scored
                     if (v >= base * (1 - KEEP) if t.higher_is_better else v <= base * (1 + KEEP))]
-            head = "no user-level DP against the server in this run"
             key = next(iter(t.mechanism))  # dp, or the method's own upload_dp
             mode = f"{key}={t.mechanism[key]}"
             if kept:
                 e, v = kept[0]
                 preset = presets(t.method).get("dp") or {}  # a preset that is this row
-                where = ("--preset dp" if dataset == t.datasets[0]
-                         and preset.get("target_epsilon") == e
-                         else "the settings in results/privacy")
-                line = (f"{head}; {mode} at epsilon {e:g} ({where}) "
-                        f"kept {t.metric} {v:.4f} against {base:.4f} without any mechanism")
+                mode = ("--preset dp" if dataset == t.datasets[0]
+                        and preset.get("target_epsilon") == e else mode)
+                line = (f"{mode}: epsilon {e:g} keeps {t.metric} {v:.4f} ({base:.4f} "
+                        "without noise)")
             else:
                 e, v = scored[-1]
-                line = (f"{head}; {mode} costs more than {KEEP:.0%} here: {t.metric} "
-                        f"{v:.4f} at epsilon {e:g} against {base:.4f} without any mechanism")
+                line = (f"{mode}: epsilon {e:g} gives {t.metric} {v:.4f} ({base:.4f} without "
+                        f"noise; more than {KEEP:.0%} lost)")
             out.append({"algorithm": t.method, "dataset": dataset, "mechanism": {key: "none"},
                         "metric": t.metric, "epsilon": e, "with": v, "without": base,
                         "line": line, "command": "fedrec reproduce privacy"})
