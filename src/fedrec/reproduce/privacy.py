@@ -111,6 +111,10 @@ class Target:
     #: ``defaults``. A private mode must keep its accuracy against the better of it and
     #: ``none`` (issue 38: "the same method without noise").
     defaults_row: dict[str, Any] | None = None
+    #: Committed runs of the method without noise at its own (paper's) settings, by folder
+    #: (``{dataset}`` filled in; those that exist count): the same reference where the grid
+    #: cannot afford the method's schedule (FedGNN's 160-640 rounds).
+    reference_runs: tuple[str, ...] = ()
     #: What one neighbouring run changes (user-level: one party's whole data), for the page.
     unit: str = "one user: all its ratings, in every round it takes part in"
 
@@ -139,7 +143,7 @@ TARGETS: tuple[Target, ...] = (
                                 "lr": 0.02},
         "d32-r50-c0.1-lr0.02": {"rounds": 50, "eval_every": 5, "dp_clip": 0.1, "lr": 0.02},
         "d32-r30-c0.1-lr0.05": {"rounds": 30, "eval_every": 5, "dp_clip": 0.1, "lr": 0.05},
-    }, {"dp": "none"}, _QUICK),
+    }, {"dp": "none"}, _QUICK, reference_runs=("results/fcf-{dataset}",)),
     Target("fedgnn", _RATING, "rmse", {
         "r20-lr20-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0, "lr_model": 0.2},
         "r20-lr10-lm0.2": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 10.0, "lr_model": 0.2},
@@ -150,7 +154,9 @@ TARGETS: tuple[Target, ...] = (
         "r20-lr20-lm0.2-nobias": {**_GNN, "rounds": 20, "eval_every": 4, "lr": 20.0,
                                   "lr_model": 0.2, "bias": False},
     }, {"dp": "none", "laplace": 0.0, "clip": 0.0, "pseudo_items": 0, "neighbours": 0,
-        "item_avg": "cohort"}, _QUICK, paper_runs="results/fedgnn-{dataset}"),
+        "item_avg": "cohort"}, _QUICK, paper_runs="results/fedgnn-{dataset}",
+        reference_runs=("results/fedgnn-{dataset}-clip-only",
+                        "results/fedgnn-{dataset}-clip-only-640")),
     # Ranking: ML-100K's per-user split (where the settings are chosen), then the large
     # populations user-level DP needs (issue 38: Gowalla, Yelp2018, Steam).
     Target("fedgrec", ("ml-100k", "steam-200k", "gowalla"), "Recall@20", {
@@ -413,13 +419,19 @@ KEEP = 0.05
 def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """For each method and dataset with its no-mechanism run: the line a run without DP quotes
     in its summary (:func:`fedrec.configs.measured.privacy_cost`): the smallest epsilon whose
-    test metric is within :data:`KEEP` of the better run without any mechanism (``none``, or
-    the method's ``defaults`` row where it has one), or what epsilon 16 costs where none is."""
+    test metric is within :data:`KEEP` of the best run without user-level DP (``none``, the
+    method's ``defaults`` row, its committed ``reference_runs``, and the paper's own mechanism
+    where its runs are committed: a private mode must keep what the method gives without it),
+    or what epsilon 16 costs where none is."""
     out = []
     for t in TARGETS:
         for dataset in t.datasets:
             means = [sum(v) / len(v) for row in ("none", "defaults")
                      if (v := metric(res.get(f"dp/{t.method}/{dataset}/{row}", []), t.metric))]
+            folders = [*t.reference_runs, *([t.paper_runs] if t.paper_runs else [])]
+            means += [v for folder in folders
+                      if (path := Path(folder.format(dataset=dataset)) / "results.json").is_file()
+                      for v in metric([json.loads(path.read_text())], t.metric)]
             if not means:
                 continue
             base = max(means) if t.higher_is_better else min(means)  # the better without noise
@@ -440,11 +452,11 @@ def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 mode = ("--preset dp" if dataset == t.datasets[0]
                         and preset.get("target_epsilon") == e else mode)
                 line = (f"{mode}: epsilon {e:g} keeps {t.metric} {v:.4f} ({base:.4f} "
-                        "without noise)")
+                        "without DP)")
             else:
                 e, v = scored[-1]
                 line = (f"{mode}: epsilon {e:g} gives {t.metric} {v:.4f} ({base:.4f} without "
-                        f"noise; more than {KEEP:.0%} lost)")
+                        f"DP; more than {KEEP:.0%} lost)")
             out.append({"algorithm": t.method, "dataset": dataset, "mechanism": {key: "none"},
                         "metric": t.metric, "epsilon": e, "with": v, "without": base,
                         "line": line, "command": "fedrec reproduce privacy"})
