@@ -11,16 +11,8 @@ import pytest
 
 from fedrec.cli.main import build_parser, main
 from fedrec.config import parse_options
-from fedrec.reproduce.privacy import (
-    AUDITS_NAME,
-    EPSILONS,
-    MODES_NAME,
-    TARGET,
-    TARGETS,
-    audit_parameters,
-    plan,
-    write_report,
-)
+from fedrec.reproduce.privacy import EPSILONS, MODES_NAME, TARGET, TARGETS, plan, write_report
+from fedrec.reproduce.privacy_rows import AUDITS_NAME, audit_parameters
 from fedrec.reproduce.report import command_of
 
 

@@ -41,18 +41,22 @@ print; they are not re-run here.
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from fedrec.config import presets
 from fedrec.configs.measured import PRIVATE_MODES_NAME
 from fedrec.core.files import write_atomic
 from fedrec.options import RunOptions
 from fedrec.reproduce.privacy_modes import RowReaders, write_modes
+from fedrec.reproduce.privacy_rows import (
+    AUDIT_CANARIES,
+    AUDITS_NAME,
+    attack_f1,
+    audit_row,
+    privacy_figures,
+)
 from fedrec.reproduce.report import (
     finish_report,
     format_bytes,
@@ -265,102 +269,10 @@ def reproduce(out: Path, *, quick: bool = False, seeds: int = 1, sweep_seeds: in
     return write_report(out, specs, res, quick, choices)
 
 
-def _privacy_figures(runs: list[dict[str, Any]]) -> tuple[str, str, str]:
-    """Server-side and released-model epsilon and the noise multiplier of a setting's runs."""
-    if not runs:
-        return "–", "–", "–"
-    p = runs[0].get("privacy") or {}
-    if p.get("upload_dp") not in (None, "none"):  # a method's local mechanism: one threat
-        eps = p.get("epsilon")
-        return ("–" if eps is None else f"{eps:.3g}", "–" if eps is None else f"{eps:.3g}",
-                f"{p.get('noise_multiplier', 0.0):.3g}")
-    if p.get("dp") in (None, "none"):
-        return "none", "none", "–"
-    z = p.get("noise_multiplier") or 0.0
-    if z <= 0:
-        return "none (no noise)", "none (no noise)", "0"
-    server = p.get("epsilon_server_rdp")
-    released = p.get("epsilon_released_model")
-    return ("none (trusted server)" if server is None else f"{server:.3g}",
-            "–" if released is None else f"{released:.3g}", f"{z:.3g}")
-
-
-#: Each DP row's one-run audit (:func:`fedrec.privacy.audit.audit_aggregate`): this many
-#: canaries in a space of this many dimensions (nearly orthogonal directions), 95% confidence.
-AUDIT_CANARIES = 1000
-AUDIT_DIM = 1000
-#: The audits already made, by the parameters they replay (a report-only pass reruns none).
-AUDITS_NAME = "audits.json"
 #: The page per method and mode (:mod:`fedrec.reproduce.privacy_modes`), beside README.md.
 MODES_NAME = "modes.md"
 #: The differencing attacks on released sums (``bench/bench_aggregate_attacks.py``).
 ATTACKS = "results/privacy-attacks"
-
-
-def audit_parameters(run: dict[str, Any]) -> dict[str, Any] | None:
-    """The release mechanism of a row's run as the audit replays it, or None where the run has
-    no formal mechanism: the DP aggregate (``dp`` distributed or central) at the run's noise
-    multiplier, clip, releases of the most-participating client and survivor threshold; or
-    PTF-FedRec's Gaussian on each upload, which is the Gaussian mechanism composed over the
-    client's uploads (``central`` at clip 1: the audit is scale-free). The audit attacks this
-    mechanism with canary clients sending the strongest clipped signal, not the trained model:
-    a lower bound from it below the accounted epsilon says the noise and the accounting of
-    what the server decodes agree, not that the model leaks less."""
-    p = run.get("privacy") or {}
-    z = p.get("noise_multiplier")
-    # A run without noise reports no participations: the grid samples every client every round.
-    rounds = p.get("participations_max") or (run.get("config") or {}).get("rounds")
-    if z is None or not rounds:
-        return None
-    if p.get("upload_dp") not in (None, "none"):
-        return {"mechanism": "central", "noise_multiplier": float(z), "clip": 1.0,
-                "rounds": int(rounds), "threshold": 1.0}
-    if p.get("dp") not in ("distributed", "central"):
-        return None
-    threshold = float(run["config"].get("secagg_threshold", 1.0)) if p["dp"] == "distributed" \
-        else 1.0
-    return {"mechanism": p["dp"], "noise_multiplier": float(z), "clip": float(p["dp_clip"]),
-            "rounds": int(rounds), "threshold": threshold}
-
-
-def audit_row(runs: list[dict[str, Any]], audits: dict[str, dict[str, float]]) -> str:
-    """The audited lower bound on epsilon of a row's mechanism (its first seed's), from
-    ``audits`` or made and added there. With no noise (the ``no-noise`` row) the audit runs
-    the noiseless mechanism: its bound is the most these canaries can certify."""
-    params = audit_parameters(runs[0]) if runs else None
-    if params is None:
-        return "–"
-    key = json.dumps(params, sort_keys=True)
-    if key not in audits:
-        from fedrec.privacy.audit import audit_aggregate
-
-        noiseless = params["noise_multiplier"] <= 0
-        res = audit_aggregate(
-            params["mechanism"], canaries=AUDIT_CANARIES, rounds=params["rounds"],
-            dim=AUDIT_DIM, clip=params["clip"],
-            noise_multiplier=1.0 if noiseless else params["noise_multiplier"],
-            threshold=params["threshold"], remove_noise=noiseless,
-            rng=np.random.default_rng(zlib.crc32(key.encode())))
-        audits[key] = {"epsilon_lower_bound": res.epsilon_lower_bound,
-                       "accounted_epsilon": None if noiseless else res.accounted_epsilon}
-    return f"{audits[key]['epsilon_lower_bound']:.3g}"
-
-
-def attack_f1(runs: list[dict[str, Any]]) -> str:
-    """The F1 of the attack a row's run measured on what the server received (its privacy
-    report's ``measured_attack_f1``, in any part: PTF-FedRec's cross-upload attack in every
-    mode; FedGNN's rated-item attack with ``measure_leakage``), with its chance F1 where the
-    report gives one; ``–`` where the run measured none (the aggregate attacks are in
-    results/privacy-attacks)."""
-    if not runs:
-        return "–"
-    p = runs[0].get("privacy") or {}
-    for part in (p, *(v for v in p.values() if isinstance(v, dict))):
-        f1 = part.get("measured_attack_f1")
-        if f1 is not None:
-            chance = part.get("measured_chance_f1")
-            return f"{f1:.3f}" + ("" if chance is None else f" (chance {chance:.3f})")
-    return "–"
 
 
 def _test(runs: list[dict[str, Any]], name: str) -> str:
@@ -477,8 +389,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
              "cross-upload attack); the attacks on the released sums are in "
              "results/privacy-attacks. Audited epsilon: a one-run audit "
              f"({AUDIT_CANARIES} canary clients, 95% confidence, "
-             "`fedrec.reproduce.privacy.audit_parameters`) of the row's release mechanism at its "
-             "noise, clip and releases; on a no-noise row, the most the audit can certify. "
+             "`fedrec.reproduce.privacy_rows.audit_parameters`) of the row's release "
+             "mechanism at its noise, clip and releases; on a no-noise row, the most the "
+             "audit can certify. "
              "Per method and mode (threat, unit, attacks): [modes.md](modes.md). "
              "The commands are in the Runs table.", ""]
     audits_path = out / AUDITS_NAME
@@ -488,7 +401,7 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     for spec in specs:
         _, method, dataset, name = spec.key.split("/")
         runs = res.get(spec.key, [])
-        server, released, z = _privacy_figures(runs)
+        server, released, z = privacy_figures(runs)
         tables.setdefault((method, dataset), []).append(
             [method, name, server, released, z, _test(runs, TARGET[method].metric),
              attack_f1(runs), audit_row(runs, audits), *_cost(runs)])
@@ -521,8 +434,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
     out.mkdir(parents=True, exist_ok=True)  # --report-only into a new folder: nothing made it
     write_measured(out, PRIVATE_MODES_NAME, json.dumps(private_modes(res), indent=1) + "\n",
                    "the private modes", quick=quick)
-    read = RowReaders(_privacy_figures, lambda runs: audit_row(runs, audits), attack_f1)
-    write_atomic(out / MODES_NAME, write_modes(TARGETS, EPSILONS, res, Path(ATTACKS), read) + "\n",
+    read = RowReaders(privacy_figures, lambda runs: audit_row(runs, audits), attack_f1)
+    write_atomic(out / MODES_NAME,
+                 write_modes(TARGETS, EPSILONS, res, Path(ATTACKS), read) + "\n",
                  "the privacy page per method and mode")
     write_atomic(audits_path, json.dumps(audits, indent=1, sort_keys=True) + "\n",
                  "the rows' audits")
