@@ -12,7 +12,7 @@ import pytest
 from fedrec.cli.main import build_parser, main
 from fedrec.config import parse_options
 from fedrec.reproduce.privacy import EPSILONS, MODES_NAME, TARGET, TARGETS, plan, write_report
-from fedrec.reproduce.privacy_rows import AUDITS_NAME, audit_parameters
+from fedrec.reproduce.privacy_rows import AUDITS_NAME, audit_key, audit_parameters
 from fedrec.reproduce.report import command_of
 
 
@@ -95,11 +95,11 @@ def test_every_committed_dp_row_is_audited_below_its_accounted_epsilon() -> None
     for a in noisy:
         assert a["epsilon_lower_bound"] < a["accounted_epsilon"], a
     ceiling = [a["epsilon_lower_bound"] for a in audits.values() if a["accounted_epsilon"] is None]
-    assert ceiling and min(ceiling) > 2  # with the noise removed, the audit certifies a lot
+    assert ceiling and min(ceiling) > 3  # with the noise removed, the audit certifies a lot
     for path in (REPO / "results/privacy/runs/dp").glob("*/*/*/seed-0/results.json"):
         params = audit_parameters(json.loads(path.read_text()))
         if params is not None:
-            assert json.dumps(params, sort_keys=True) in audits, path
+            assert audit_key(params) in audits, path
 
 
 @pytest.mark.parametrize("method", ["fcf", "fedgrec"])
