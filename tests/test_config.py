@@ -121,7 +121,7 @@ def test_a_preset_sits_over_the_packaged_section_and_under_the_file_and_set(
 
 
 def test_an_unknown_preset_is_one_line_naming_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match=r"^unknown preset 'papers' for fcf; known: paper$"):
+    with pytest.raises(ConfigError, match=r"^unknown preset 'papers' for fcf; known: paper, dp$"):
         build_config(FCFConfig, "fcf", preset="papers")
 
 

@@ -158,7 +158,8 @@ def registered(monkeypatch):
 
 
 @pytest.mark.usefixtures("registered", "single_thread")
-def test_a_minimal_method_passes_the_conformance_suite(data_root, tmp_path, capsys) -> None:
+def test_a_minimal_method_passes_the_conformance_suite(data_root, tmp_path, capsys,
+                                                       load_once) -> None:
     from fedrec.cli.main import main
 
     assert main(["algorithms"]) == 0
@@ -175,4 +176,4 @@ def test_a_minimal_method_passes_the_conformance_suite(data_root, tmp_path, caps
     with pytest.raises(pytest.skip.Exception, match="no DP aggregate"):
         test_dp.test_a_dp_run_sends_the_server_no_clear_value(NAME, data_root)
     pytest.importorskip("flwr")
-    test_flower.test_flower_equals_the_simulator(NAME, data_root, tmp_path / "flower")
+    test_flower.test_flower_equals_the_simulator(NAME, data_root, tmp_path / "flower", load_once)
