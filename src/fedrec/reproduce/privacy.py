@@ -55,6 +55,7 @@ from fedrec.reproduce.privacy_rows import (
     AUDITS_NAME,
     attack_f1,
     audit_row,
+    committed_runs,
     privacy_figures,
 )
 from fedrec.reproduce.report import (
@@ -328,6 +329,19 @@ def _plot(out: Path, method: str, specs: list[RunSpec],
 KEEP = 0.05
 
 
+#: How the sum is computed, which a preset may set apart from the grid's row: the masked sum
+#: decodes the grid's clear ring sum bit for bit (tests/federation/test_dp_sum.py).
+_SUM_ONLY = ("dp_masking", "secagg_variant")
+
+
+def _is_preset_dp(method: str, runs: list[dict[str, Any]]) -> bool:
+    """Whether the method's ``dp`` preset is the row these runs are: every option it sets has
+    the runs' value, but for how the sum is computed (:data:`_SUM_ONLY`)."""
+    preset = presets(method).get("dp")
+    return bool(preset and runs) and all(
+        runs[0]["config"].get(k) == v for k, v in preset.items() if k not in _SUM_ONLY)
+
+
 def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """For each method and dataset with its no-mechanism run: the line a run without DP quotes
     in its summary (:func:`fedrec.configs.measured.privacy_cost`): the smallest epsilon whose
@@ -341,9 +355,7 @@ def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
             means = [sum(v) / len(v) for row in ("none", "defaults")
                      if (v := metric(res.get(f"dp/{t.method}/{dataset}/{row}", []), t.metric))]
             folders = [*t.reference_runs, *([t.paper_runs] if t.paper_runs else [])]
-            means += [v for folder in folders
-                      if (path := Path(folder.format(dataset=dataset)) / "results.json").is_file()
-                      for v in metric([json.loads(path.read_text())], t.metric)]
+            means += metric(committed_runs(folders, dataset), t.metric)
             if not means:
                 continue
             base = max(means) if t.higher_is_better else min(means)  # the better without noise
@@ -360,9 +372,8 @@ def private_modes(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
             mode = f"{key}={t.mechanism[key]}"
             if kept:
                 e, v = kept[0]
-                preset = presets(t.method).get("dp") or {}  # a preset that is this row
-                mode = ("--preset dp" if dataset == t.datasets[0]
-                        and preset.get("target_epsilon") == e else mode)
+                if _is_preset_dp(t.method, res.get(f"dp/{t.method}/{dataset}/eps-{e:g}", [])):
+                    mode = "--preset dp"
                 line = (f"{mode}: epsilon {e:g} keeps {t.metric} {v:.4f} ({base:.4f} "
                         "without DP)")
             else:
@@ -407,11 +418,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
              attack_f1(runs), audit_row(runs, audits), *_cost(runs)])
     for (method, dataset), rows in tables.items():
         pattern = TARGET[method].paper_runs
-        path = Path(pattern.format(dataset=dataset)) / "results.json" if pattern else None
-        if path is not None and not quick and path.is_file():
-            run = json.loads(path.read_text())
+        for run in committed_runs([pattern] if pattern and not quick else [], dataset):
             eps = (run.get("privacy") or {}).get("epsilon")
-            rows.append([method, f"paper mechanism (`{path.parent}`)",
+            rows.append([method, f"paper mechanism (`{pattern.format(dataset=dataset)}`)",
                          "–" if eps is None else f"{eps:.3g}", "–", "–",
                          _test([run], TARGET[method].metric), attack_f1([run]), "–",
                          *_cost([run])])

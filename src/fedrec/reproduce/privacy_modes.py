@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fedrec.reproduce.privacy_rows import committed_runs, measured_attack
 from fedrec.reproduce.report import markdown_table, metric
 
 Runs = dict[str, list[dict[str, Any]]]
@@ -73,19 +74,11 @@ def _mode_attacks(method: str, dp: str | None, cases: list[dict[str, Any]],
         found.append(f"in clear: {leakage}")
     own = attack_f1(runs)
     if own != "–":
-        name = str(_measured_attack(runs[0])).split(" ")[0]
+        name = str((measured_attack(runs[0]) or {}).get("measured_attack", "")).split(" ")[0]
         found.append(f"{name} F1 {own} (the run's own)")
     found += [_case_line(c) for c in cases
               if c["algorithm"] == method and c["options"].get("dp") == dp]
     return "; ".join(found) or "none measured"
-
-
-def _measured_attack(run: dict[str, Any]) -> str:
-    p = run.get("privacy") or {}
-    for part in (p, *(v for v in p.values() if isinstance(v, dict))):
-        if part.get("measured_attack_f1") is not None:
-            return str(part["measured_attack"])
-    return ""
 
 
 @dataclass(frozen=True)
@@ -133,11 +126,9 @@ def write_modes(targets: Sequence[Any], epsilons: Sequence[float], res: Runs, at
         rows = [_row(t, "no mechanism", f"`{none}`", "none", res.get(key + "none", []), None,
                      cases, read)]
         if t.paper_runs:
-            folder = Path(t.paper_runs.format(dataset=dataset))
-            path = folder / "results.json"
-            rows.append(_row(t, "the paper's mechanism", f"the settings of `{folder}`", "paper",
-                             [json.loads(path.read_text())] if path.is_file() else [],
-                             "__paper__", cases, read))
+            rows.append(_row(t, "the paper's mechanism",
+                             f"the settings of `{t.paper_runs.format(dataset=dataset)}`", "paper",
+                             committed_runs([t.paper_runs], dataset), "__paper__", cases, read))
         elif t.paper_mechanism is not None:
             opts = " ".join(f"{k}={v}" for k, v in t.paper_mechanism.items())
             rows.append(_row(t, "the paper's mechanism", f"`{opts}`", "paper",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,9 +37,9 @@ def privacy_figures(runs: list[dict[str, Any]]) -> tuple[str, str, str]:
 
 #: Each DP row's one-run audit (:func:`fedrec.privacy.audit.audit_aggregate`): this many
 #: canaries in a space of this many dimensions, 95% confidence. The other included canaries'
-#: directions add about sqrt(canaries / 2 / dim) of a canary's own signal to its score: at 1000
-#: dimensions that capped what the audit can certify, with no noise, at 2.5; at 4000 it
-#: certifies 3.9, the most its 200 guesses can (``fedrec.privacy.audit``).
+#: directions add about sqrt(canaries / 2 / dim) of a canary's own signal to its score, which
+#: caps what the audit can certify even without noise; at this dimension the no-noise rows'
+#: audits (``audits.json``) reach the most its guesses can (``fedrec.privacy.audit``).
 AUDIT_CANARIES = 1000
 AUDIT_DIM = 4000
 #: The audits already made, by the parameters they replay (a report-only pass reruns none).
@@ -99,18 +101,33 @@ def audit_row(runs: list[dict[str, Any]], audits: dict[str, dict[str, float]]) -
     return f"{audits[key]['epsilon_lower_bound']:.3g}"
 
 
-def attack_f1(runs: list[dict[str, Any]]) -> str:
-    """The F1 of the attack a row's run measured on what the server received (its privacy
-    report's ``measured_attack_f1``, in any part: PTF-FedRec's cross-upload attack in every
-    mode; FedGNN's rated-item attack with ``measure_leakage``), with its chance F1 where the
-    report gives one; ``–`` where the run measured none (the aggregate attacks are in
-    results/privacy-attacks)."""
-    if not runs:
-        return "–"
-    p = runs[0].get("privacy") or {}
+def measured_attack(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The part of a run's privacy report that holds the attack it measured on the server's
+    inbox (``measured_attack``, ``measured_attack_f1``, maybe ``measured_chance_f1``), in any
+    part of the report; None where it measured none."""
+    p = run.get("privacy") or {}
     for part in (p, *(v for v in p.values() if isinstance(v, dict))):
-        f1 = part.get("measured_attack_f1")
-        if f1 is not None:
-            chance = part.get("measured_chance_f1")
-            return f"{f1:.3f}" + ("" if chance is None else f" (chance {chance:.3f})")
-    return "–"
+        if part.get("measured_attack_f1") is not None:
+            return part
+    return None
+
+
+def attack_f1(runs: list[dict[str, Any]]) -> str:
+    """The F1 of the attack a row's run measured on what the server received
+    (:func:`measured_attack`: PTF-FedRec's cross-upload attack in every mode; FedGNN's
+    rated-item attack with ``measure_leakage``), with its chance F1 where the report gives one;
+    ``–`` where the run measured none (the aggregate attacks are in results/privacy-attacks)."""
+    part = measured_attack(runs[0]) if runs else None
+    if part is None:
+        return "–"
+    chance = part.get("measured_chance_f1")
+    return (f"{part['measured_attack_f1']:.3f}"
+            + ("" if chance is None else f" (chance {chance:.3f})"))
+
+
+def committed_runs(folders: Sequence[str], dataset: str) -> list[dict[str, Any]]:
+    """The ``results.json`` of each committed run folder of ``folders`` (``{dataset}`` filled
+    in) that exists: a method's runs made outside the grid (the paper's mechanism, its own
+    settings without noise)."""
+    paths = [Path(f.format(dataset=dataset)) / "results.json" for f in folders]
+    return [json.loads(p.read_text()) for p in paths if p.is_file()]
