@@ -55,6 +55,16 @@ def test_pages_writes_every_page_then_check_passes(checkout: Path, capsys) -> No
     assert write_pages(checkout, ["results"]) == {"results": []}  # a second pass: unchanged
 
 
+def test_a_docs_page_named_as_a_reproduction_is_docs_name(checkout: Path) -> None:
+    """``docs/defaults.md`` with a block does not hide the ``defaults`` report: it is
+    ``docs/defaults``, and each is written from its own source."""
+    page = checkout / "docs" / "defaults.md"
+    page.write_text(f"# Defaults, the method page\n\n{BLOCK}")
+    assert write_pages(checkout, ["docs/defaults"]) == {"docs/defaults": ["docs/defaults.md"]}
+    assert "--out results/lr0.01`" in page.read_text()
+    assert write_pages(checkout, ["defaults"]) == {"defaults": []}
+
+
 def test_check_names_each_stale_file_and_touches_none(checkout: Path, capsys) -> None:
     write_pages(checkout)
     page = checkout / "docs" / "results.md"

@@ -8,7 +8,8 @@ The pages, by name:
   :data:`MADE_WITH` records, and nothing missing run (``run_missing=False``: the report of the
   runs under ``results/NAME/runs/``);
 * each page under ``docs/`` with generated blocks (``results`` for ``docs/results.md``,
-  ``benchmarks`` for ``docs/benchmarks.md``): its blocks filled from ``results/*/results.json``
+  ``benchmarks`` for ``docs/benchmarks.md``, ``docs/fedgnn`` for a page named as a
+  reproduction is): its blocks filled from ``results/*/results.json``
   and ``results/bench_*.json`` (:mod:`fedrec.reproduce.blocks`).
 
 :func:`stale_pages` regenerates into a temporary copy and names every file that differs from
@@ -111,8 +112,9 @@ def _mtimes(out: Path) -> dict[Path, int]:
 
 def page_names(root: Path) -> dict[str, Path]:
     """Every page of the checkout ``root`` by name: a reproduction's folder that is there, or a
-    docs page with generated blocks (``docs/NAME.md``). A checkout without ``results/`` is a
-    ConfigError."""
+    docs page with generated blocks (``docs/NAME.md``; named ``docs/NAME`` where ``NAME`` is a
+    reproduction's, e.g. the method page ``docs/fedgnn.md`` beside ``results/fedgnn/``). A
+    checkout without ``results/`` is a ConfigError."""
     if not (root / "results").is_dir():
         raise ConfigError(f"no results/ folder in {root}: fedrec pages writes the pages of a "
                           f"fedrec checkout (run it there, or give --root)")
@@ -120,7 +122,8 @@ def page_names(root: Path) -> dict[str, Path]:
              if (root / "results" / name).is_dir()}
     for doc in sorted((root / "docs").rglob("*.md")):
         if has_blocks(doc.read_text()):
-            pages[doc.relative_to(root / "docs").with_suffix("").as_posix()] = doc
+            name = doc.relative_to(root / "docs").with_suffix("").as_posix()
+            pages[f"docs/{name}" if name in REPRODUCTIONS else name] = doc
     return pages
 
 
