@@ -12,10 +12,7 @@ does, :data:`fedrec.reproduce.pages.GENERATED_PAGE`). What counts as a figure: a
 version numbers, arXiv ids, a delta, and an option's default or value stated beside its name
 (``default 0.2``, ```dp_delta` (1e-5)``), which are constants, not measurements.
 
-The pages that still hold figures (the method pages, the results and benchmarks pages that
-issue 39 item 3 generates) are counted per page against :data:`BUDGET`: the test fails when a
-page gains a figure, and is an expected failure, with the count and the biggest pages, until
-the budget is zero.
+Any figure in prose fails the test, with its page and line.
 """
 
 from __future__ import annotations
@@ -52,16 +49,6 @@ ALLOWED = {
     "delta": re.compile(r"(?:delta|δ)\s?(?:=|of)?\s?$", re.I),
     "an option's value": re.compile(CODE + r"\s?[(:=]\s?$"),  # `dp_delta` (1e-5)
 }
-#: Figures per page still typed by hand (the figure's line and text: test output). A page not
-#: named here has none. Lower a page's count when it loses figures.
-BUDGET = {
-    "docs/feras.md": 631,
-    "docs/ptf-fedrec.md": 52,
-    "docs/flower.md": 38,
-    "docs/fedmf.md": 9,
-}
-
-
 def pages() -> list[Path]:
     return [REPO / "README.md",
             *sorted(p for p in (REPO / "docs").rglob("*.md") if "hooks" not in p.parts)]
@@ -81,20 +68,13 @@ def figures(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def test_figures_in_prose_do_not_grow() -> None:
+def test_no_figure_is_typed_into_prose() -> None:
     found = {p.relative_to(REPO).as_posix(): figures(p.read_text(encoding="utf-8"))
              for p in pages()}
-    counts = Counter({page: len(f) for page, f in found.items() if f})
-    grown = {page: n for page, n in counts.items() if n > BUDGET.get(page, 0)}
-    lines = [f"{page}: {n} (budget {BUDGET.get(page, 0)}"
-             f"{'; lower it' if n < BUDGET.get(page, 0) else ''}), e.g. " +
-             ", ".join(f"line {k}: {fig}" for k, fig in found[page][:8])
-             for page, n in counts.most_common()]
-    assert not grown, ("figures typed by hand into prose (generate them, or say where to "
+    lines = [f"{page}: " + ", ".join(f"line {k}: {fig}" for k, fig in f[:8])
+             for page, f in sorted(found.items()) if f]
+    assert not lines, ("figures typed by hand into prose (generate them, or say where to "
                        "look):\n" + "\n".join(lines))
-    if counts:
-        pytest.xfail(f"{sum(counts.values())} figures typed by hand in the prose of "
-                     f"{len(counts)} pages:\n" + "\n".join(lines))
 
 
 def test_what_counts_as_a_figure() -> None:
