@@ -32,11 +32,14 @@ def test_breakdown_krum_drops_huge_attackers(n, f):
     assert float((x.sum(0) - benign.sum(0)).abs().max()) > 1e3  # the plain sum is moved
 
 
-def test_sparse_gram_equals_the_dense_gram(cohort):
-    ids, rows = cohort(70, 12, 3, seed=3, most=12)
-    u = RowUpdates.of(ids, rows, 12)
+@pytest.mark.parametrize("chunk", [1, 100, 1 << 22])
+def test_sparse_gram_equals_the_dense_gram(cohort, chunk):
+    ids, rows = cohort(70, 40, 3, seed=3, most=12)
+    u = RowUpdates.of(ids, rows, 40)
+    senders = torch.bincount(u.row)
+    assert bool((senders * 4 >= 70).any()) and bool((senders * 4 < 70).any())  # both paths
     x = u.dense().double()
-    assert torch.allclose(_sparse_gram(u), x @ x.T, atol=1e-9)
+    assert torch.allclose(_sparse_gram(u, chunk), x @ x.T, atol=1e-9)
 
 
 @pytest.mark.parametrize(("f", "m"), [(2, None), (5, 1), (10, 30)])

@@ -10,8 +10,9 @@ Distances come from the Gram matrix ``G_ij = <u_i, u_j>``: ``||u_i - u_j||² = G
 ``V_r`` the ``m_r`` contributors' values of row ``r``: only pairs of clients that share a row
 are multiplied, ``O(D · sum_r m_r²)`` work. The rows are batched by contributor count (padded
 to the next power of two, so at most 4x the pairs: :func:`~.updates.padded_groups`) into one
-batched matrix product per bucket and chunk, and scattered into ``G``: no loop over rows or
-clients.
+batched matrix product per bucket and chunk, and scattered into ``G``; rows sent by at least a
+quarter of the cohort (popular items) are multiplied as dense blocks instead (at most 16x the
+pairs, in a matrix product far faster than the scatter). No loop over rows or clients.
 """
 
 from __future__ import annotations
@@ -76,16 +77,33 @@ def multi_krum(updates: torch.Tensor | RowUpdates, f: int, m: int | None = None)
     return (total * (n / len(chosen))).to(dtype)
 
 
-def _sparse_gram(updates: RowUpdates) -> torch.Tensor:
-    """``G = sum_r V_r V_rᵀ`` (module docstring), ``[n, n]`` float64."""
+def _sparse_gram(updates: RowUpdates, chunk: int = 1 << 22) -> torch.Tensor:
+    """``G = sum_r V_r V_rᵀ`` (module docstring), ``[n, n]`` float64. Rows that at least a
+    quarter of the clients sent are dense enough for one matrix product of the ``[n, rows · D]``
+    block, ``chunk`` elements at a time; the others go through :func:`~.updates.padded_groups`."""
     n = updates.n
     gram = torch.zeros(n * n, dtype=torch.float64)
     order = torch.argsort(updates.row, stable=True)
-    client, values = updates.client[order], updates.values[order].double()
-    count = torch.unique_consecutive(updates.row[order], return_counts=True)[1]
-    for index, valid in padded_groups(count, updates.width):
-        block = values[index] * valid[:, :, None]  # padding: zero vectors, adding zeros
-        who = client[index]
+    row, client = updates.row[order], updates.client[order]
+    values = updates.values[order].double()
+    _, local, count = torch.unique_consecutive(row, return_inverse=True, return_counts=True)
+    heavy = count[local] * 4 >= n
+    light = ~heavy
+    _, count = torch.unique_consecutive(row[light], return_counts=True)
+    who_light, values_light = client[light], values[light]
+    for index, valid in padded_groups(count, updates.width, chunk):
+        block = values_light[index] * valid[:, :, None]  # padding: zero vectors, adding zeros
+        who = who_light[index]
         products = torch.bmm(block, block.transpose(1, 2))
         gram.index_add_(0, (who[:, :, None] * n + who[:, None, :]).flatten(), products.flatten())
-    return gram.reshape(n, n)
+    gram = gram.reshape(n, n)
+    local = torch.unique_consecutive(row[heavy], return_inverse=True)[1]
+    client, values = client[heavy], values[heavy]
+    per_chunk = max(1, chunk // (n * updates.width))
+    for first in range(0, int(local.max()) + 1 if len(local) else 0, per_chunk):
+        sel = (local >= first) & (local < first + per_chunk)
+        block = torch.zeros(n, per_chunk, updates.width, dtype=torch.float64)
+        block[client[sel], local[sel] - first] = values[sel]
+        flat = block.reshape(n, -1)
+        gram.addmm_(flat, flat.T)
+    return gram
