@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedrec.errors import ProtocolError
-from fedrec.federation.aggregation.updates import RowUpdates, by_row, padded_groups
+from fedrec.errors import ConfigError, ProtocolError
+from fedrec.federation.aggregation import coordinate_median, multi_krum, norm_bounded_sum
+from fedrec.federation.aggregation.updates import RowUpdates, by_row, padded_groups, stacked
 
 
 def test_entries_are_coalesced_and_sorted_by_client_then_row():
@@ -72,3 +73,18 @@ def test_padded_groups_cover_every_entry_once(chunk):
         assert bool(torch.isin(first, start).all())
         seen += index[valid].tolist()
     assert sorted(seen) == list(range(int(count.sum())))
+
+
+def test_dense_updates_as_a_list_or_a_tensor():
+    vectors = [torch.tensor([float(k), -float(k)]) for k in range(5)]
+    x = torch.stack(vectors)
+    assert torch.equal(stacked(vectors), x)
+    assert torch.equal(coordinate_median(vectors), coordinate_median(x))
+    assert torch.equal(multi_krum(vectors, 1), multi_krum(x, 1))
+    assert torch.equal(norm_bounded_sum(vectors, 1.0), norm_bounded_sum(x, 1.0))
+    with pytest.raises(ConfigError, match=r"one shape, got shapes \[\(2,\), \(3,\)\]"):
+        stacked([torch.ones(2), torch.ones(3)])
+    with pytest.raises(ConfigError, match="n >= 1 updates"):
+        stacked([])
+    with pytest.raises(ConfigError, match=r"got shape \(2, 2, 2\)"):
+        stacked(torch.ones(2, 2, 2))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.errors import ConfigError
-from fedrec.federation.aggregation.updates import RowGroups, RowUpdates, by_row
+from fedrec.federation.aggregation.updates import Dense, RowGroups, RowUpdates, by_row, stacked
 from fedrec.privacy.clipping import clip_l2_rows
 
 __all__ = ["RULES", "check_beta", "coordinate_median", "per_item", "row_norm_bound",
@@ -41,14 +41,7 @@ def check_beta(beta: float) -> float:
     return beta
 
 
-def _stacked(updates: torch.Tensor) -> torch.Tensor:
-    if updates.dim() != 2 or not len(updates):
-        raise ConfigError(f"a robust rule needs [n, D] updates of n >= 1 clients, got shape "
-                          f"{tuple(updates.shape)}")
-    return updates
-
-
-def coordinate_median(updates: torch.Tensor | RowUpdates) -> torch.Tensor:
+def coordinate_median(updates: Dense | RowUpdates) -> torch.Tensor:
     """``n · median_i u_i[j]`` for every coordinate ``j`` (the mean of the two middle values when
     ``n`` is even), in the updates' dtype: ``[D]`` for dense ``[n, D]`` updates, the
     ``[num_rows, *shape]`` table for sparse ones (absent rows count as zeros).
@@ -57,12 +50,12 @@ def coordinate_median(updates: torch.Tensor | RowUpdates) -> torch.Tensor:
     between the smallest and the largest benign value of that coordinate (Yin et al., 2018)."""
     if isinstance(updates, RowUpdates):
         return _sparse(updates, "median", 0.0)
-    ordered = torch.sort(_stacked(updates), dim=0).values
+    ordered = torch.sort(stacked(updates), dim=0).values
     n = len(ordered)
     return (ordered[(n - 1) // 2] * 0.5 + ordered[n // 2] * 0.5) * n
 
 
-def trimmed_mean(updates: torch.Tensor | RowUpdates, beta: float) -> torch.Tensor:
+def trimmed_mean(updates: Dense | RowUpdates, beta: float) -> torch.Tensor:
     """``n · mean`` of coordinate ``j``'s values after dropping the ``k = floor(beta · n)``
     largest and the ``k`` smallest, ``beta`` in ``[0, 0.5)`` (``beta = 0``: the plain sum);
     shapes as :func:`coordinate_median`.
@@ -72,7 +65,7 @@ def trimmed_mean(updates: torch.Tensor | RowUpdates, beta: float) -> torch.Tenso
     beta = check_beta(beta)
     if isinstance(updates, RowUpdates):
         return _sparse(updates, "trimmed_mean", beta)
-    ordered = torch.sort(_stacked(updates), dim=0).values
+    ordered = torch.sort(stacked(updates), dim=0).values
     n = len(ordered)
     k = int(beta * n)
     return ordered[k:n - k].double().mean(0).to(ordered.dtype) * n

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from fedrec.errors import ConfigError
-from fedrec.federation.aggregation.updates import RowUpdates, padded_groups
+from fedrec.federation.aggregation.updates import Dense, RowUpdates, padded_groups, stacked
 
 __all__ = ["check_krum", "multi_krum", "multi_krum_choice"]
 
@@ -39,14 +39,14 @@ def check_krum(n: int, f: int, m: int | None) -> int:
     return m
 
 
-def multi_krum_choice(updates: torch.Tensor | RowUpdates, f: int,
+def multi_krum_choice(updates: Dense | RowUpdates, f: int,
                       m: int | None = None) -> torch.Tensor:
     """The indices of the ``m`` clients multi-Krum keeps (lowest score first); ``updates``:
     dense ``[n, D]`` or :class:`~.updates.RowUpdates`."""
     if isinstance(updates, RowUpdates):
         n, gram = updates.n, _sparse_gram(updates)
     else:
-        x = updates.double()
+        x = stacked(updates).double()
         n, gram = len(x), x @ x.T
     m = check_krum(n, f, m)
     sq = gram.diagonal()
@@ -56,7 +56,7 @@ def multi_krum_choice(updates: torch.Tensor | RowUpdates, f: int,
     return torch.argsort(scores, stable=True)[:m]
 
 
-def multi_krum(updates: torch.Tensor | RowUpdates, f: int, m: int | None = None) -> torch.Tensor:
+def multi_krum(updates: Dense | RowUpdates, f: int, m: int | None = None) -> torch.Tensor:
     """``(n / m) ·`` the sum of the ``m`` updates multi-Krum keeps (``m = n - f`` by default), in
     the updates' dtype: ``[D]`` for dense ``[n, D]`` updates, the ``[num_rows, *shape]`` table
     for sparse ones. A one-line :class:`ConfigError` unless ``n > 2f + 2``.
@@ -72,8 +72,9 @@ def multi_krum(updates: torch.Tensor | RowUpdates, f: int, m: int | None = None)
         total = updates.table(updates.values.double(), keep)
         n, dtype = updates.n, updates.values.dtype
     else:
-        total = updates[chosen].double().sum(0)
-        n, dtype = len(updates), updates.dtype
+        x = stacked(updates)
+        total = x[chosen].double().sum(0)
+        n, dtype = len(x), x.dtype
     return (total * (n / len(chosen))).to(dtype)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrec.federation.aggregation.updates import RowUpdates
+from fedrec.federation.aggregation.updates import Dense, RowUpdates, stacked
 from fedrec.privacy.clipping import clip_l2, clip_l2_rows
 
 __all__ = ["norm_bound", "norm_bounded_sum"]
@@ -25,7 +25,7 @@ def norm_bound(update: torch.Tensor, bound: float) -> torch.Tensor:
     return clip_l2(update, bound)
 
 
-def norm_bounded_sum(updates: torch.Tensor | RowUpdates, bound: float) -> torch.Tensor:
+def norm_bounded_sum(updates: Dense | RowUpdates, bound: float) -> torch.Tensor:
     """``sum_i norm_bound(u_i, bound)``: ``[D]`` for dense ``[n, D]`` updates, the
     ``[num_rows, *shape]`` table for sparse ones (each client's rows bounded together).
 
@@ -33,7 +33,7 @@ def norm_bounded_sum(updates: torch.Tensor | RowUpdates, bound: float) -> torch.
     ``f`` arbitrary clients move the sum by at most ``f · bound`` in L2, wherever they aim.
     The benign sum is changed too when benign updates exceed ``bound``."""
     if not isinstance(updates, RowUpdates):
-        return clip_l2_rows(updates, bound).sum(0)
+        return clip_l2_rows(stacked(updates), bound).sum(0)
     values = updates.values.clone()
     for lo, hi in updates.client_slices():
         values[lo:hi] = norm_bound(values[lo:hi], bound)

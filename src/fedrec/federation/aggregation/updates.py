@@ -21,12 +21,29 @@ from dataclasses import dataclass
 
 import torch
 
-from fedrec.errors import ProtocolError
+from fedrec.errors import ConfigError, ProtocolError
 
-__all__ = ["RowGroups", "RowUpdates", "by_row", "padded_groups"]
+__all__ = ["Dense", "RowGroups", "RowUpdates", "by_row", "padded_groups", "stacked"]
+
+Dense = torch.Tensor | Sequence[torch.Tensor]
+"""Dense updates: an ``[n, D]`` tensor, or ``n`` vectors of ``D`` values."""
 
 _CHUNK = 1 << 22
 """Elements of one padded block of :func:`padded_groups` (or of its products)."""
+
+
+def stacked(updates: Dense) -> torch.Tensor:
+    """Dense updates as one ``[n, D]`` tensor; a one-line :class:`ConfigError` unless there is
+    at least one client and every update is a vector of one length."""
+    if not isinstance(updates, torch.Tensor):
+        if not updates or len({tuple(u.shape) for u in updates}) > 1:
+            raise ConfigError(f"a robust rule needs n >= 1 updates of one shape, got shapes "
+                              f"{sorted({tuple(u.shape) for u in updates})}")
+        updates = torch.stack(list(updates))
+    if updates.dim() != 2 or not len(updates):
+        raise ConfigError(f"a robust rule needs [n, D] updates of n >= 1 clients, got shape "
+                          f"{tuple(updates.shape)}")
+    return updates
 
 
 @dataclass(frozen=True)
