@@ -124,7 +124,7 @@ def _sparse(updates: RowUpdates, rule: str, beta: float) -> torch.Tensor:
 
 def _spread(updates: RowUpdates, groups: RowGroups, stat: torch.Tensor) -> torch.Tensor:
     """Each group's ``[G, D]`` result in its row of a ``[num_rows, *shape]`` zero table."""
-    out = torch.zeros(updates.num_rows, updates.width, dtype=updates.values.dtype)
+    out = updates.values.new_zeros(updates.num_rows, updates.width)
     out[groups.rows] = stat.to(out.dtype)
     return out.reshape(updates.num_rows, *updates.shape)
 
@@ -140,7 +140,7 @@ def _order_stats(groups: RowGroups, total: torch.Tensor, rule: str, beta: float)
     huge value would swamp) and divides by ``t - 2k``."""
     ordered = groups.sorted.double()
     zeros = (total - groups.count)[:, None]
-    neg = torch.zeros(len(total), ordered.shape[1], dtype=torch.int64)
+    neg = total.new_zeros(len(total), ordered.shape[1])
     neg.index_add_(0, groups.group, (ordered < 0).long())
     if rule == "median":
         lo = _value_at(groups, ordered, neg, zeros, (total - 1) // 2)
@@ -150,7 +150,7 @@ def _order_stats(groups: RowGroups, total: torch.Tensor, rule: str, beta: float)
     rank = groups.rank[:, None]
     place = rank + torch.where(rank >= neg[groups.group], zeros[groups.group], 0)
     keep = (place >= k[groups.group]) & (place < (total[:, None] - k)[groups.group])
-    kept = torch.zeros(neg.shape, dtype=torch.float64)
+    kept = ordered.new_zeros(neg.shape)
     kept.index_add_(0, groups.group, torch.where(keep, ordered, 0.0))
     return kept / (total[:, None] - 2 * k)
 

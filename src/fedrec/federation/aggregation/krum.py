@@ -83,10 +83,11 @@ def _sparse_gram(updates: RowUpdates, chunk: int = 1 << 22) -> torch.Tensor:
     quarter of the clients sent are dense enough for one matrix product of the ``[n, rows · D]``
     block, ``chunk`` elements at a time; the others go through :func:`~.updates.padded_groups`."""
     n = updates.n
-    gram = torch.zeros(n * n, dtype=torch.float64)
+    values = updates.values.double()
+    gram = values.new_zeros(n * n)
     order = torch.argsort(updates.row, stable=True)
     row, client = updates.row[order], updates.client[order]
-    values = updates.values[order].double()
+    values = values[order]
     _, local, count = torch.unique_consecutive(row, return_inverse=True, return_counts=True)
     heavy = count[local] * 4 >= n
     light = ~heavy
@@ -103,7 +104,7 @@ def _sparse_gram(updates: RowUpdates, chunk: int = 1 << 22) -> torch.Tensor:
     per_chunk = max(1, chunk // (n * updates.width))
     for first in range(0, int(local.max()) + 1 if len(local) else 0, per_chunk):
         sel = (local >= first) & (local < first + per_chunk)
-        block = torch.zeros(n, per_chunk, updates.width, dtype=torch.float64)
+        block = values.new_zeros(n, per_chunk, updates.width)
         block[client[sel], local[sel] - first] = values[sel]
         flat = block.reshape(n, -1)
         gram.addmm_(flat, flat.T)

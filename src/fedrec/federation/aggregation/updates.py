@@ -73,14 +73,15 @@ class RowUpdates:
         shape = tuple(rows[0].shape[1:])
         for i, (idx, val) in enumerate(zip(ids, rows, strict=True)):
             _check_upload(i, idx, val, shape, num_rows)
-        width = math.prod(shape)
-        client = torch.repeat_interleave(torch.arange(len(ids)),
-                                         torch.tensor([len(x) for x in ids], dtype=torch.int64))
-        row = torch.cat([x.to(torch.int64).reshape(-1) for x in ids])
+        width, dev = math.prod(shape), rows[0].device
+        client = torch.repeat_interleave(
+            torch.arange(len(ids), device=dev),
+            torch.tensor([len(x) for x in ids], dtype=torch.int64, device=dev))
+        row = torch.cat([x.to(dev, torch.int64).reshape(-1) for x in ids])
         values = torch.cat([v.reshape(len(v), width) for v in rows])
         key, inverse = torch.unique(client * num_rows + row, return_inverse=True)
         if len(key) < len(row):  # a client repeated a row: its entries add up
-            values = torch.zeros(len(key), width, dtype=values.dtype).index_add_(0, inverse, values)
+            values = values.new_zeros(len(key), width).index_add_(0, inverse, values)
         else:
             values = torch.empty_like(values).index_copy_(0, inverse, values)
         return cls(len(ids), num_rows, shape, key // num_rows, key % num_rows, values)
@@ -103,13 +104,13 @@ class RowUpdates:
         row = self.row
         if keep is not None:
             row, values = row[keep], values[keep]
-        out = torch.zeros(self.num_rows, self.width, dtype=values.dtype)
+        out = values.new_zeros(self.num_rows, self.width)
         return out.index_add_(0, row, values).reshape(self.num_rows, *self.shape)
 
     def dense(self) -> torch.Tensor:
         """Every client's update as one flat vector: ``[n, num_rows · D]`` (tests and small
         cohorts only: this is the densification the sparse rules avoid)."""
-        out = torch.zeros(self.n, self.num_rows, self.width, dtype=self.values.dtype)
+        out = self.values.new_zeros(self.n, self.num_rows, self.width)
         out[self.client, self.row] = self.values
         return out.reshape(self.n, -1)
 
@@ -160,8 +161,8 @@ def by_row(row: torch.Tensor, values: torch.Tensor) -> RowGroups:
         block = torch.sort(block.transpose(1, 2).contiguous(), dim=2).values.transpose(1, 2)
         ordered[index[valid]] = block[valid]
     start = count.cumsum(0) - count
-    group = torch.repeat_interleave(torch.arange(len(rows)), count)
-    rank = torch.arange(len(row)) - start[group]
+    group = torch.repeat_interleave(torch.arange(len(rows), device=row.device), count)
+    rank = torch.arange(len(row), device=row.device) - start[group]
     return RowGroups(rows, start, count, group, rank, ordered)
 
 
@@ -179,10 +180,11 @@ def padded_groups(count: torch.Tensor, width: int, chunk: int = _CHUNK
     start = count.cumsum(0) - count
     bucket = torch.ceil(torch.log2(count.double())).long()
     by_bucket, order = torch.sort(bucket, stable=True)
-    edges = torch.searchsorted(by_bucket, torch.arange(int(bucket.max()) + 2)).tolist()
+    marks = torch.arange(int(bucket.max()) + 2, device=count.device)
+    edges = torch.searchsorted(by_bucket, marks).tolist()
     for b in range(len(edges) - 1):
         cap = 1 << b
-        place = torch.arange(cap)
+        place = torch.arange(cap, device=count.device)
         per_chunk = max(1, chunk // (cap * max(cap, width)))
         for groups in order[edges[b]:edges[b + 1]].split(per_chunk):
             valid = place < count[groups][:, None]
