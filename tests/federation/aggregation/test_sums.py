@@ -1,4 +1,4 @@
-"""The aggregation arithmetic (:mod:`fedrec.federation.aggregation`) on hand-computed cases:
+"""The aggregation arithmetic (:mod:`fedrec.federation.aggregation.sums`) on hand-computed cases:
 values, summation order, dtypes, and a clear error on empty or mismatched input."""
 
 from __future__ import annotations
