@@ -18,10 +18,7 @@ Any figure in prose fails the test, with its page and line.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
-
-import pytest
 
 from fedrec.reproduce.blocks import BLOCK
 from fedrec.reproduce.pages import GENERATED_PAGE

@@ -15,6 +15,7 @@ A centralized baseline subclasses :class:`CentralizedTrainer` and has an empty l
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,8 +25,21 @@ import torch
 
 from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.index import MethodInfo
+from fedrec.attacks.poisoning import (
+    DATA_ATTACKS,
+    MODEL_ATTACKS,
+    ClientAttack,
+    CraftedPromotion,
+    ItemTableAdapter,
+    MaliciousClients,
+    PoisoningOptions,
+    Untargeted,
+    plan_attack,
+    poisoned,
+)
 from fedrec.config import RunConfig
 from fedrec.data.types import Dataset, check_split
+from fedrec.errors import ConfigError
 from fedrec.federation.ledger import CommunicationLedger
 from fedrec.federation.message import CLIENT, PartyId
 from fedrec.federation.runtime import (
@@ -47,6 +61,13 @@ RANKING_EVALUATION = "each client's ranking metrics on its held-out items and it
 
 class ServerLogic(ABC):
     """The server side of a federated algorithm."""
+
+    #: In a poisoning experiment, the target items whose exposure the client-side evaluation
+    #: measures (:mod:`fedrec.metrics.exposure`): the experimenter's, set before the first
+    #: round (:func:`fedrec.algorithms.poisoning.build_poisoned_job`) and sent in the
+    #: evaluation request (:func:`~fedrec.algorithms.mf_common.eval_request`); no training
+    #: step reads it.
+    exposure_targets: torch.Tensor | None = None
 
     @abstractmethod
     def run_round(self, rt: Runtime, rnd: int) -> dict[str, float]:
@@ -288,6 +309,11 @@ class AlgorithmSpec:
     #: (:func:`fedrec.core.memory.check_fits`, from :func:`fedrec.experiment.check_loaded`).
     #: None: not estimated, never refused.
     memory_estimate: Callable[[RunConfig, dict[str, Any]], dict[str, int]] | None = None
+    #: How a malicious client speaks the method's protocol, for model-poisoning attacks
+    #: (:mod:`fedrec.attacks.poisoning`): the adapter made from the method's client logic.
+    #: A method whose config has the poisoning options (``attack``, ...) supports the data
+    #: attacks and the exposure measure without it; None refuses the model attacks.
+    poisoning: Callable[[Any], ItemTableAdapter] | None = None
 
     def __post_init__(self) -> None:
         if (self.build is None) == (self.build_job is None):
@@ -327,8 +353,34 @@ class AlgorithmSpec:
         if self.build_job is None:
             assert self.build is not None  # (__post_init__)
             return self.build(cfg, dataset, device)
-        return FederatedTrainer(self.build_job(cfg, dataset, device), cfg, device,
-                                client_secrets)
+        job = (self.poisoned_job(cfg, dataset, device) if poisoned(cfg)
+               else self.build_job(cfg, dataset, device))
+        return FederatedTrainer(job, cfg, device, client_secrets)
+
+    def poisoned_job(self, cfg: RunConfig, dataset: Dataset, device: torch.device
+                     ) -> FederatedJob:
+        """The job of a poisoning experiment (:mod:`fedrec.attacks.poisoning`): built from the
+        dataset with the malicious clients' profiles; its client role runs
+        :class:`~fedrec.attacks.poisoning.MaliciousClients`; its server is told the targets
+        whose exposure the evaluation measures."""
+        assert self.build_job is not None and isinstance(cfg, PoisoningOptions)
+        if cfg.poisoning in MODEL_ATTACKS and self.poisoning is None:
+            raise ConfigError(f"{self.name} has no model-poisoning adapter: poisoning must be one "
+                              f"of none, {', '.join(DATA_ATTACKS)}")
+        plan = plan_attack(cfg, dataset)  # type: ignore[arg-type]
+        job = self.build_job(cfg, plan.dataset, device)
+        benign = job.client_logic
+        assert benign is not None
+        targets = torch.as_tensor(plan.targets, dtype=torch.int64)
+        attack = (ClientAttack() if cfg.poisoning in DATA_ATTACKS else
+                  CraftedPromotion(self.poisoning(benign), cfg.poisoning_scale, targets)
+                  if cfg.poisoning == "crafted" else Untargeted(self.poisoning(benign),
+                                                             cfg.poisoning_scale))
+        logic = MaliciousClients(benign, plan.malicious, attack)
+        job.parties = [dataclasses.replace(p, logic=logic) if p.role == CLIENT else p
+                       for p in job.parties]
+        job.server.exposure_targets = targets
+        return job
 
 
 #: Prefix of the validation metrics in a history row's ``eval`` (``val_rmse``, ...).

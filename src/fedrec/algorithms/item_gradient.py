@@ -27,7 +27,9 @@ from fedrec.algorithms.mf_common import (
     evaluate_clients_explicit,
     evaluate_clients_ranking,
     rating_unit,
+    requested_split,
     scale_midpoint,
+    with_exposure,
 )
 from fedrec.config import check_range, option
 from fedrec.core.codec import Payload
@@ -156,11 +158,22 @@ class LocalMF:
         return out
 
     def evaluate(self, cfg: ItemGradientConfig, ctxs: Sequence[PartyContext], q: torch.Tensor,
-                 b_i: torch.Tensor | None, split: str) -> list[Payload]:
-        """Each client's error sums (explicit) or ranking metrics on its ``split`` rows."""
+                 b_i: torch.Tensor | None, request: Payload) -> list[Payload]:
+        """Each client's error sums (explicit) or ranking metrics on the ``request``'s split,
+        and the exposure of the targets it names (:func:`~fedrec.algorithms.mf_common.
+        with_exposure`), ranking by ``p . q_i + b_i`` (the predicted rating's order)."""
+        split = requested_split(request)
         p = torch.stack([c.state["p"] for c in ctxs]).to(ctxs[0].device)
         b_u = torch.stack([c.state["b"] for c in ctxs]).to(ctxs[0].device)
         if self.explicit:
-            return evaluate_clients_explicit(ctxs, p, b_u, q, b_i, self.mu, self.rating_range,
-                                             split)
-        return evaluate_clients_ranking(ctxs, p, q, cfg.topk, split=split)
+            assert b_i is not None
+            replies = evaluate_clients_explicit(ctxs, p, b_u, q, b_i, self.mu,
+                                                self.rating_range, split)
+        else:
+            replies = evaluate_clients_ranking(ctxs, p, q, cfg.topk, split=split)
+
+        def scores(start: int, stop: int) -> torch.Tensor:
+            rows = p[start:stop] @ q.T
+            return rows if b_i is None else rows + b_i
+
+        return with_exposure(replies, ctxs, scores, request, split)

@@ -10,7 +10,7 @@ model) is ranked on a split by :class:`SplitRanking`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,12 @@ from fedrec.data.types import (
 )
 from fedrec.federation.aggregation import sum_rows
 from fedrec.federation.runtime import PartyContext
+from fedrec.metrics.exposure import (
+    EXPOSURE_TARGETS,
+    exposure_sums,
+    is_exposure_share,
+    reduce_exposure,
+)
 from fedrec.metrics.ranking import ScoreFn, evaluate_topk, per_user_topk_metrics
 from fedrec.models.mf import predict_ratings
 
@@ -109,9 +115,42 @@ def cohort_rows(
                       position.to(dev), counts, keys.to(dev))
 
 
-def eval_request(payload: Payload, split: str) -> Payload:
-    """The server's ``evaluate`` message: ``payload`` (e.g. the model) plus the split to score."""
-    return {**payload, "split": check_split(split)}
+def eval_request(payload: Payload, split: str, targets: torch.Tensor | None = None) -> Payload:
+    """The server's ``evaluate`` message: ``payload`` (e.g. the model) plus the split to score
+    and, in a poisoning experiment, the target items whose exposure each client measures
+    (:mod:`fedrec.metrics.exposure`; the experimenter's, handed to the server as an
+    instrument)."""
+    request = {**payload, "split": check_split(split)}
+    if targets is not None:
+        request[EXPOSURE_TARGETS] = targets
+    return request
+
+
+def exposure_targets(payload: Payload) -> torch.Tensor | None:
+    """The target items an ``evaluate`` message asks the exposure of (None: not asked)."""
+    targets = payload.get(EXPOSURE_TARGETS)
+    return None if targets is None else torch.as_tensor(targets, dtype=torch.int64)
+
+
+def with_exposure(replies: list[Payload], ctxs: Sequence[PartyContext],
+                  scores: Callable[[int, int], torch.Tensor], payload: Payload, split: str,
+                  batch: int = 2048) -> list[Payload]:
+    """``replies`` (one client's evaluation each) with each client's exposure shares of the
+    targets the request asks for (:func:`fedrec.metrics.exposure.exposure_sums`), ranked by
+    ``scores(start, stop)``: the scores of every item for clients ``ctxs[start:stop]``."""
+    targets = exposure_targets(payload)
+    if targets is None:
+        return replies
+    out = []
+    for start in range(0, len(ctxs), batch):
+        chunk = ctxs[start : start + batch]
+        known_local, known_items = known_rows(chunk, split)
+        with torch.no_grad():
+            rows = scores(start, start + len(chunk))
+            shares = exposure_sums(rows, known_local, known_items, targets.to(rows.device))
+        out += [{**r, **s} for r, s in zip(replies[start:start + len(chunk)], shares,
+                                           strict=True)]
+    return out
 
 
 def requested_split(payload: Payload) -> str:
@@ -204,19 +243,21 @@ def evaluate_clients_ranking(
 def reduce_client_metrics(replies: Iterable[Payload], explicit: bool) -> dict[str, float]:
     """Combine the clients' evaluation sums into RMSE/MAE or mean ranking metrics."""
     replies = list(replies)
+    exposure = reduce_exposure(replies)
     if explicit:
         n = sum(r["count"] for r in replies)
         if n == 0:
-            return {}
+            return exposure
         return {
             "rmse": float(np.sqrt(sum(r["sq_err"] for r in replies) / n)),
             "mae": float(sum(r["abs_err"] for r in replies) / n),
             "eval_clients": float(len(replies)),
+            **exposure,
         }
     counted = [r for r in replies if r["count"]]
     if not counted:
-        return {}
-    names = [k for k in counted[0] if k != "count"]
+        return exposure
+    names = [k for k in counted[0] if k != "count" and not is_exposure_share(k)]
     out = {name: float(np.mean([r[name] for r in counted])) for name in names}
     out["eval_clients"] = float(len(counted))
-    return out
+    return {**out, **exposure}

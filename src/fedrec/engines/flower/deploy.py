@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedrec.algorithms import AlgorithmSpec, resolve_config_sources
+from fedrec.attacks.poisoning import poisoned
 from fedrec.config import RunConfig, to_dict
 from fedrec.core.files import writing
 from fedrec.data.paths import resolve_data_dir
@@ -408,6 +409,8 @@ def check_flower_job(algorithm: str, spec: AlgorithmSpec, cfg: RunConfig) -> Non
     if not spec.federated:
         raise ConfigError(f"{algorithm} is not a federated algorithm (nothing to deploy)")
     check_engine(cfg, "flower")
+    if poisoned(cfg):
+        raise ConfigError("malicious clients (poisoning) run on the simulator only, for now")
     if cfg.dropout > 0:
         raise ConfigError("dropout is simulated; on a deployment parties drop out for real "
                           "(set dropout=0)")

@@ -55,6 +55,7 @@ from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fcf.client import FCFClient
 from fedrec.algorithms.methods.fcf.config import FCFConfig
 from fedrec.algorithms.methods.fcf.meta import METHOD
+from fedrec.algorithms.methods.fcf.poisoning import fcf_item_table
 from fedrec.algorithms.methods.fcf.server import FCFServer
 from fedrec.data.implicit import as_implicit
 from fedrec.data.partition import partition_by_user
@@ -77,6 +78,7 @@ SPEC = AlgorithmSpec.of(
     METHOD,
     config_cls=FCFConfig,
     build_job=build_fcf_job,
+    poisoning=fcf_item_table,
     contract=Contract(
         boundary_variants=({"implicit": "per-user"},),
         settings={"dim": 16},

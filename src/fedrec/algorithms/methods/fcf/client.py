@@ -12,7 +12,6 @@ import torch
 from fedrec.algorithms.item_gradient import LocalMF
 from fedrec.algorithms.methods.fcf.config import FCFConfig
 from fedrec.algorithms.methods.fcf.steps import EVALUATE, TRAIN
-from fedrec.algorithms.mf_common import requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.types import Dataset
 from fedrec.federation.aggregation import sum_rows
@@ -57,19 +56,25 @@ class FCFClient(SecureSumSteps, PartyLogic):
     @step(TRAIN, cohort=True, broadcast=True)
     def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
         q, b_i = self.item_parameters(payload, ctxs[0])
-        out = self.local.train(self.cfg, ctxs, q, b_i)
+        return self.send(ctxs, self.local.train(self.cfg, ctxs, q, b_i), payload)
+
+    def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Payload], payload: Payload
+             ) -> list[Payload]:
+        """The messages that carry the plaintext ``uploads`` (``{"items", "grad_q"[,
+        "grad_b"]}``) in this run's mode: as they are, or dense into the DP aggregate or the
+        secure sum."""
         if self.dp is not None:  # one clipped (and noised) vector per client
             return [self.dp.upload(c, self.dense_upload(o), payload)
-                    for c, o in zip(ctxs, out, strict=True)]
+                    for c, o in zip(ctxs, uploads, strict=True)]
         if self.cfg.secure_aggregation:  # the step ends with the keys, not the upload
             return [self.secure.advertise(c, self.dense_upload(o), payload)
-                    for c, o in zip(ctxs, out, strict=True)]
-        return out
+                    for c, o in zip(ctxs, uploads, strict=True)]
+        return list(uploads)
 
     @step(EVALUATE, cohort=True, broadcast=True)
     def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
         q, b_i = self.item_parameters(payload, ctxs[0])
-        return self.local.evaluate(self.cfg, ctxs, q, b_i, requested_split(payload))
+        return self.local.evaluate(self.cfg, ctxs, q, b_i, payload)
 
     def dense_upload(self, msg: Payload) -> np.ndarray:
         """A client's sparse upload as one dense float64 vector over all items: the item-factor

@@ -16,9 +16,9 @@ from fedrec.algorithms.methods.fcf.steps import EVALUATE, TRAIN
 from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
 from fedrec.core.codec import Payload
 from fedrec.core.rng import torch_generator
-from fedrec.federation.aggregation import sum_rows
+from fedrec.federation.aggregation import robust_sum, sum_rows
 from fedrec.federation.dp_sum import DPAggregate, dp_on, evaluation_sender, expected_mean
-from fedrec.federation.runtime import Runtime
+from fedrec.federation.runtime import Runtime, cohort_size
 from fedrec.federation.secure_sum import (
     receives,
     run_secure_sum,
@@ -45,6 +45,8 @@ class FCFServer(ServerLogic):
         self.opt = torch.optim.Adam(params, lr=cfg.lr)
         self.dp = (DPAggregate(cfg, num_clients, upload_size(num_items, cfg.dim, explicit))
                    if dp_on(cfg) else None)
+        # Krum's f against the planned cohort, before the first round.
+        cfg.check_defense(secure=False, cohort=cohort_size(cfg.clients_per_round, num_clients))
 
     def _broadcast(self) -> Payload:
         msg: Payload = {"item_factors": self.q.detach()}
@@ -61,19 +63,40 @@ class FCFServer(ServerLogic):
         # Diverged training shows as non-finite updates, which the runtime rejects.
         replies = rt.updates(rt.broadcast(TRAIN, selected, self._broadcast()), TRAIN,
                              "if updates diverge, lower lr_user or lr")
-        dev = self.q.device
-
-        def gathered(name: str) -> torch.Tensor:
-            return torch.cat([torch.as_tensor(r[name], device=dev) for r in replies.values()])
-
-        items = gathered("items")
         self.opt.zero_grad()
-        # The cohort's gradient: each upload's rows summed into the rows of its item ids.
-        self.q.grad = sum_rows(items, gathered("grad_q"), out=torch.zeros_like(self.q))
-        if self.explicit:
-            self.b_i.grad = sum_rows(items, gathered("grad_b"), out=torch.zeros_like(self.b_i))
+        if self.cfg.defense == "none":
+            dev = self.q.device
+
+            def gathered(name: str) -> torch.Tensor:
+                return torch.cat([torch.as_tensor(r[name], device=dev)
+                                  for r in replies.values()])
+
+            items = gathered("items")
+            # The cohort's gradient: each upload's rows summed into the rows of its item ids.
+            self.q.grad = sum_rows(items, gathered("grad_q"), out=torch.zeros_like(self.q))
+            if self.explicit:
+                self.b_i.grad = sum_rows(items, gathered("grad_b"),
+                                         out=torch.zeros_like(self.b_i))
+        else:
+            self._defended_gradient(list(replies.values()))
         self.opt.step()
         return {"clients": len(replies)}
+
+    def _defended_gradient(self, uploads: list[Payload]) -> None:
+        """The cohort's gradient as the run's defense estimates the benign sum
+        (:func:`~fedrec.federation.aggregation.robust_sum`): one decision per client over its
+        factor and bias rows together (``[rows, dim + 1]`` for explicit ratings)."""
+        dev = self.q.device
+        ids = [torch.as_tensor(u["items"], device=dev) for u in uploads]
+        rows = [torch.as_tensor(u["grad_q"], device=dev) for u in uploads]
+        if self.explicit:
+            rows = [torch.cat([r, torch.as_tensor(u["grad_b"], device=dev)[:, None]], 1)
+                    for r, u in zip(rows, uploads, strict=True)]
+        total = robust_sum(self.cfg.defense, ids, rows, self.q.shape[0],
+                           self.cfg.defense_params())
+        self.q.grad = total[:, : self.q.shape[1]].contiguous()
+        if self.explicit:
+            self.b_i.grad = total[:, -1].contiguous()
 
     def _secure_round(self, rt: Runtime, selected: list[int]) -> dict[str, float]:
         """One round with secure aggregation: the server sees keys, ciphertexts, masked vectors
@@ -111,7 +134,8 @@ class FCFServer(ServerLogic):
         self.opt.step()
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split),
+        replies = rt.broadcast(EVALUATE, rt.client_ids,
+                               eval_request(self._broadcast(), split, self.exposure_targets),
                                sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), self.explicit)
 

@@ -14,7 +14,6 @@ from phe import PaillierPrivateKey, PaillierPublicKey
 from fedrec.algorithms.item_gradient import LocalMF
 from fedrec.algorithms.methods.fedmf.config import FedMFConfig
 from fedrec.algorithms.methods.fedmf.steps import EVALUATE, PUBLIC_KEY, TRAIN
-from fedrec.algorithms.mf_common import requested_split
 from fedrec.core.codec import Payload
 from fedrec.data.types import RatingDataset
 from fedrec.federation.runtime import Outgoing, PartyContext, PartyLogic
@@ -72,7 +71,7 @@ class FedMFClient(PartyLogic):
     @step(EVALUATE, cohort=True, broadcast=True)
     def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Outgoing]:
         q, b_i = self.item_parameters(payload, ctxs[0])
-        return list(self.local.evaluate(self.cfg, ctxs, q, b_i, requested_split(payload)))
+        return list(self.local.evaluate(self.cfg, ctxs, q, b_i, payload))
 
     def _encrypt_update(self, ctx: PartyContext, msg: Payload) -> Payload | None:
         """FCF's plaintext upload ``(items, grad_q, grad_b)`` -> ``Enc(-lr · g)``."""
