@@ -373,7 +373,8 @@ class AlgorithmSpec:
         assert benign is not None
         targets = torch.as_tensor(plan.targets, dtype=torch.int64)
         attack = (ClientAttack() if cfg.poisoning in DATA_ATTACKS else
-                  CraftedPromotion(self.poisoning(benign), cfg.poisoning_scale, targets)
+                  CraftedPromotion(self.poisoning(benign), cfg.poisoning_scale, targets,
+                                   torch.as_tensor(plan.by_popularity))
                   if cfg.poisoning == "crafted" else Untargeted(self.poisoning(benign),
                                                              cfg.poisoning_scale))
         logic = MaliciousClients(benign, plan.malicious, attack)

@@ -28,6 +28,10 @@ the same checks, with no test code of the method's own:
 ``dp``
     A run with the user-level DP aggregate (:mod:`fedrec.federation.dp_sum`) sends the server
     no clear value derived from client data (for methods whose config has ``dp``).
+``poisoning``
+    Malicious clients (:mod:`fedrec.attacks.poisoning`) are ordinary parties: metered and
+    observed, outside the evaluation, leaving a benign client's messages unchanged (for
+    methods whose config has ``poisoning``).
 
 A method that cannot meet a check says so in its :class:`Contract` (``exempt``), with the
 reason; the suite prints the declared exemptions. A method's
@@ -43,7 +47,7 @@ from typing import Any
 
 #: The checks of the conformance suite, by name (see the module docstring).
 CHECKS = ("privacy_boundary", "flower", "resume", "public_meta", "no_update", "privacy_report",
-          "dp")
+          "dp", "poisoning")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ REPRODUCTIONS: dict[str, str] = {
     "fedgrec": "fedrec.reproduce.fedgrec",
     "feras": "fedrec.reproduce.feras",
     "fl-mv-dssm": "fedrec.reproduce.fl_mv_dssm",
+    "poisoning": "fedrec.reproduce.poisoning",
     "privacy": "fedrec.reproduce.privacy",
     "ptf-fedrec": "fedrec.reproduce.ptf_fedrec",
 }

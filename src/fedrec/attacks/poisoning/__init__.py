@@ -14,8 +14,8 @@ What they know: the catalogue, public item popularity, what the protocol sends e
 * data poisoning (``random``, ``popular``): the method's own code on fake profiles that rate
   the targets at the top of the scale;
 * model poisoning (:mod:`~fedrec.attacks.poisoning.crafting`: ``crafted`` promotion of the
-  targets for mined hard users; ``untargeted`` sign flipping): crafted updates in the method's
-  upload format, through the method's
+  targets for users approximated by popular items; ``untargeted`` sign flipping): crafted
+  updates in the method's upload format, through the method's
   :class:`~fedrec.attacks.poisoning.clients.ItemTableAdapter`.
 
 The measure is the targets' exposure among benign users (:mod:`fedrec.metrics.exposure`) and

@@ -13,8 +13,8 @@ from fedrec.errors import ConfigError
 #: client code on a crafted profile): ``random`` (random filler items), ``popular``
 #: (PipAttack-style popularity mimicry: the most popular items). Model poisoning (the malicious
 #: clients send crafted updates instead of the method's): ``crafted`` (promote the targets for
-#: synthetic hard users, after Rong et al.'s A-hum), ``untargeted`` (the benign update negated
-#: and scaled, to lower everyone's accuracy).
+#: users approximated by the popular items' factors, :mod:`.crafting`), ``untargeted`` (the
+#: benign update negated and scaled, to lower everyone's accuracy).
 ATTACKS = ("none", "random", "popular", "crafted", "untargeted")
 #: The attacks that send what the method's own client code computes (on a crafted profile).
 DATA_ATTACKS = ("random", "popular")

@@ -42,6 +42,8 @@ class AttackPlan:
     malicious: tuple[int, ...]
     targets: np.ndarray
     benign_users: int
+    #: Every item by public popularity, most popular first (the attacker's knowledge).
+    by_popularity: np.ndarray
 
 
 def item_popularity(train: Interactions, num_items: int) -> np.ndarray:
@@ -116,4 +118,5 @@ def plan_attack(cfg: PoisoningOptions, dataset: RatingDataset) -> AttackPlan:
         rows = fake_profiles(cfg, malicious, targets, popularity, scale, profile_size)
         kept = train.select(~np.isin(train.users, malicious))
         poisoned = replace(dataset, train=Interactions.concat(kept, rows))
-    return AttackPlan(poisoned, tuple(int(u) for u in malicious), targets, len(user_ids))
+    return AttackPlan(poisoned, tuple(int(u) for u in malicious), targets, len(user_ids),
+                      np.argsort(-popularity, kind="stable"))
