@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import math
+from importlib import resources
 from pathlib import Path
 
 from fedrec.cli.main import main
+from fedrec.cli.summary import summary_rows
+from fedrec.configs.measured import ROBUSTNESS_NAME, robustness
 from fedrec.reproduce.poisoning import (
     ATTACKS,
     DEFENDED_FRACTION,
     FRACTIONS,
     TARGETS,
+    DefenseRow,
     plan,
+    recommended,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_grid_has_every_attack_fraction_and_defense() -> None:
@@ -41,3 +50,25 @@ def test_quick_reproduction_writes_its_tables(tmp_path: Path, data_root: Path,
     assert "| crafted | 1% |" in text and "| item_median |" in text
     assert (out / "fcf-ml-100k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert text.count("seed 0: complete") == len(plan(seeds=1, quick=True))
+
+
+def test_the_packaged_robustness_is_the_committed_reproduction() -> None:
+    committed = REPO / "results" / "poisoning" / ROBUSTNESS_NAME
+    expected = json.loads(committed.read_text()) if committed.is_file() else []
+    packaged = resources.files("fedrec.configs").joinpath(ROBUSTNESS_NAME)
+    assert (json.loads(packaged.read_text()) if packaged.is_file() else []) == expected
+    for entry in expected:  # a run with that defense prints the entry's line
+        config = {"defense": "none", **entry["mechanism"]}
+        line = robustness(entry["algorithm"], entry["dataset"], config)
+        result = {"algorithm": entry["algorithm"], "dataset": entry["dataset"],
+                  "config": {"rounds": 1, **config}, "final": {}, "communication": {},
+                  "privacy": {}, "wall_time_s": 1.0}
+        assert dict(summary_rows(result)).get("robustness") == line
+        assert line is not None and line.startswith(entry["line"])
+
+
+def test_the_recommended_defense_is_the_most_robust_within_the_cost() -> None:
+    rows = [DefenseRow("none", 0.0, 0.6, 0.6), DefenseRow("krum", 0.001, 0.0, 0.6),
+            DefenseRow("item_median", 0.05, 0.0, 0.6), DefenseRow("norm_bound", 0.0, 0.3, 0.6)]
+    assert recommended(rows).defense == "krum"  # item_median costs more than 2%
+    assert recommended([rows[0], DefenseRow("krum", math.nan, 0.0, 0.6)]) is None

@@ -37,11 +37,14 @@ def summary_rows(result: RunResult | Mapping[str, Any]) -> list[tuple[str, str]]
         ("bytes total", format_bytes(totals.get("bytes_total", 0))),
     ]
     rows += privacy_rows(r.get("privacy") or {})
-    from fedrec.configs.measured import privacy_cost
+    from fedrec.configs.measured import privacy_cost, robustness
 
     cost = privacy_cost(r["algorithm"], r["dataset"], r["config"])
     if cost is not None:
         rows.append(("privacy cost", cost))
+    resists = robustness(r["algorithm"], r["dataset"], r["config"])
+    if resists is not None:
+        rows.append(("robustness", resists))
     rows.append(("wall time", f"{r['wall_time_s']:.1f} s"))
     return rows
 

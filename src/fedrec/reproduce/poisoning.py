@@ -17,6 +17,7 @@ and ``target_HR@10`` (:mod:`fedrec.metrics.exposure`) and the method's test metr
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from fedrec.configs.measured import ROBUSTNESS_NAME
 from fedrec.options import RunOptions
-from fedrec.reproduce.report import finish_report, fmt, markdown_table, plot
+from fedrec.reproduce.report import finish_report, fmt, markdown_table, plot, write_measured
 from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
 
 ATTACKS = ("random", "popular", "crafted", "untargeted")
+#: The targeted attacks (the untargeted one lowers accuracy; it does not aim at exposure).
+TARGETED = ("random", "popular", "crafted")
+#: The accuracy a default defense may cost without attack (issue 40: 2%).
+DEFAULT_COST = 0.02
 FRACTIONS = (0.001, 0.01, 0.05)
 #: The fraction every defense is measured at (issue 40's figure: 1% attackers).
 DEFENDED_FRACTION = 0.01
@@ -63,6 +69,12 @@ TARGETS = (
         quick={"rounds": 2, "eval_every": 2}),
 )
 QUICK_ATTACKS = ("crafted",)
+#: Each defense in the line a run's summary prints.
+DEFENSE_NAMES = {
+    "none": "no defense", "norm_bound": "L2-bounded updates", "krum": "multi-Krum",
+    "item_median": "per-item median", "item_trimmed_mean": "per-item trimmed mean",
+    "item_trimmed_mean_bounded": "per-item trimmed mean of bounded rows",
+}
 QUICK_DEFENSES = ("none", "item_median")
 
 
@@ -107,6 +119,70 @@ def _pct(value: float) -> str:
     return "–" if value != value else f"{100 * value:+.1f}%"
 
 
+@dataclass(frozen=True)
+class DefenseRow:
+    """What one defense of a method on a dataset measured: its accuracy cost without attack
+    (relative, positive is worse) and the worst ER@10 of the targeted attacks at
+    :data:`DEFENDED_FRACTION`, undefended and defended."""
+
+    defense: str
+    cost: float
+    worst: float
+    undefended: float
+
+
+def defense_rows(t: Target, ds: str, res: dict[str, list[dict[str, Any]]], keys: set[str]
+                 ) -> list[DefenseRow]:
+    """Every defense of ``t`` on ``ds`` in the grid ``keys`` with its measured cost and
+    exposure."""
+    base = _mean(final(res.get(_key("clean", t.method, ds, "none"), []), t.metric))
+
+    def worst(keys: list[str]) -> float:
+        values = [_mean(final(res.get(k, []), "ER@10")) for k in keys]
+        values = [v for v in values if v == v]
+        return max(values) if values else math.nan
+
+    undefended = worst([_key("attack", t.method, ds, a, DEFENDED_FRACTION) for a in TARGETED])
+    rows = []
+    for d in (d for d in t.defenses if _key("clean", t.method, ds, d) in keys):
+        clean = _mean(final(res.get(_key("clean", t.method, ds, d), []), t.metric))
+        cost = (clean - base) / base if base else math.nan
+        rows.append(DefenseRow(d, cost if t.lower_is_better else -cost, undefended if d == "none"
+                               else worst([_key("defended", t.method, ds, a, d)
+                                           for a in TARGETED]), undefended))
+    return rows
+
+
+def recommended(rows: list[DefenseRow]) -> DefenseRow | None:
+    """The most robust defense (lowest worst ER@10) that costs at most :data:`DEFAULT_COST`
+    without attack; None before every row is measured."""
+    if not rows or any(r.cost != r.cost or r.worst != r.worst for r in rows):
+        return None
+    fits = [r for r in rows if r.cost <= DEFAULT_COST]
+    return min(fits, key=lambda r: (r.worst, r.cost)) if fits else None
+
+
+def robustness(res: dict[str, list[dict[str, Any]]], keys: set[str]) -> list[dict[str, Any]]:
+    """The packaged :data:`~fedrec.configs.measured.ROBUSTNESS_NAME` entries: for each method,
+    dataset and defense, the line a run with that defense prints."""
+    out = []
+    for t in TARGETS:
+        for ds in t.datasets:
+            if _key("clean", t.method, ds, "none") not in keys:
+                continue
+            for row in defense_rows(t, ds, res, keys):
+                if row.worst != row.worst or row.cost != row.cost:
+                    continue
+                out.append({
+                    "algorithm": t.method, "dataset": ds,
+                    "mechanism": {"defense": row.defense, **t.defenses[row.defense]},
+                    "line": (f"{DEFENSE_NAMES[row.defense]}: ER@10 {row.worst:.3f} under "
+                             f"{100 * DEFENDED_FRACTION:g}% attackers (undefended "
+                             f"{row.undefended:.3f}), {t.metric} {100 * row.cost:+.1f}%"),
+                    "command": "fedrec reproduce poisoning"})
+    return out
+
+
 def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, Any]]],
                  quick: bool) -> Path:
     lines = ["# Poisoning: malicious clients and defenses (`fedrec reproduce poisoning"
@@ -126,6 +202,9 @@ def write_report(out: Path, specs: list[RunSpec], res: dict[str, list[dict[str, 
             if not any(k.startswith(_key("clean", t.method, ds)) for k in keys):
                 continue
             _method_section(lines, out, t, ds, res, keys)
+    out.mkdir(parents=True, exist_ok=True)
+    write_measured(out, ROBUSTNESS_NAME, json.dumps(robustness(res, keys), indent=1) + "\n",
+                   "what each defense measured", quick=quick)
     return finish_report(out, lines, specs)
 
 
@@ -172,6 +251,12 @@ def _method_section(lines: list[str], out: Path, t: Target, ds: str,
                  "attack.\n")
     lines.append(markdown_table(["defense", f"{m} without attack", "accuracy cost",
                                  *(f"ER@10 {a}" for a in attacks)], drows))
+    best = recommended(defense_rows(t, ds, res, keys))
+    lines.append(
+        f"Most robust within {100 * DEFAULT_COST:g}% accuracy (the default issue 40 asks for): "
+        + ("not measured yet.\n" if best is None else
+           f"**{best.defense}** (worst ER@10 of the targeted attacks {best.worst:.3f}, "
+           f"undefended {best.undefended:.3f}).\n"))
     fig = f"{t.method}-{ds}.png"
     plot(out / fig, [
         lambda ax: ([ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=a)
