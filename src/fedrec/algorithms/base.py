@@ -374,9 +374,9 @@ class AlgorithmSpec:
         targets = torch.as_tensor(plan.targets, dtype=torch.int64)
         attack = (ClientAttack() if cfg.poisoning in DATA_ATTACKS else
                   CraftedPromotion(self.poisoning(benign), cfg.poisoning_scale, targets,
-                                   torch.as_tensor(plan.by_popularity))
-                  if cfg.poisoning == "crafted" else Untargeted(self.poisoning(benign),
-                                                             cfg.poisoning_scale))
+                                   torch.as_tensor(plan.by_popularity), cfg.poisoning_clip)
+                  if cfg.poisoning == "crafted" else Untargeted(
+                      self.poisoning(benign), cfg.poisoning_scale, cfg.poisoning_clip))
         logic = MaliciousClients(benign, plan.malicious, attack)
         job.parties = [dataclasses.replace(p, logic=logic) if p.role == CLIENT else p
                        for p in job.parties]

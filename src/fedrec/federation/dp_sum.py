@@ -293,15 +293,16 @@ class DPSumClient:
     def masked(self) -> bool:
         return self.cfg.dp == "distributed" and self.cfg.dp_masking
 
-    def upload(self, ctx: PartyContext, x: np.ndarray | torch.Tensor, request: Payload
-               ) -> Payload:
-        """This client's message of the step that ends a round's local work."""
+    def upload(self, ctx: PartyContext, x: np.ndarray | torch.Tensor, request: Payload,
+               clip: bool = True) -> Payload:
+        """This client's message of the step that ends a round's local work (``clip`` False:
+        the distributed encoding skips the clip, as a malicious client may)."""
         if not bool(torch.isfinite(torch.as_tensor(x)).all()):
             raise ProtocolError(f"client {ctx.party}: its round vector is not finite in round "
                                 f"{ctx.round} (training diverged: lower lr)")
         if self.cfg.dp == "distributed":
             enc = self.plan.encoding(requested_cohort(ctx, request))
-            ring = enc.encode(x, ctx.rng("dp-noise"))
+            ring = enc.encode(x, ctx.rng("dp-noise"), clip=clip)
             if self.masked:
                 return self.secure.advertise(ctx, ring, request, preencoded=True)
             return self.secure.plain(ctx, ring, request, preencoded=True)

@@ -143,16 +143,18 @@ class SkellamEncoding:
                 + TAIL * math.sqrt(self.sum_variance(survivors)))
 
     # -- the client's side ---------------------------------------------------------------------
-    def encode(self, x: np.ndarray | torch.Tensor, rng: np.random.Generator) -> np.ndarray:
+    def encode(self, x: np.ndarray | torch.Tensor, rng: np.random.Generator,
+               clip: bool = True) -> np.ndarray:
         """Steps 1-4 of the module docstring: ``x`` clipped, scaled, randomly rounded, noised
         with this client's share and reduced mod ``2^bits`` (randomness from ``rng``: the
-        client's own)."""
+        client's own). ``clip`` False skips step 1, as a malicious client may: nothing in the
+        sum can check it (:mod:`fedrec.attacks.poisoning`)."""
         v = torch.as_tensor(x, dtype=torch.float64).reshape(-1)
         if v.numel() != self.dim:
             raise ConfigError(f"distributed-DP input has {v.numel()} values, expected {self.dim}")
         if not bool(torch.isfinite(v).all()):
             raise ConfigError("cannot encode non-finite values (NaN or inf)")
-        scaled = clip_l2(v, self.clip).numpy() * self.scale
+        scaled = (clip_l2(v, self.clip) if clip else v).numpy() * self.scale
         low = np.floor(scaled)
         ints = low.astype(np.int64) + (rng.random(self.dim) < scaled - low)
         half = self.client_variance / 2.0

@@ -7,7 +7,12 @@ more:
 * ``clean/M/D/DEFENSE``: no attacker (``malicious_fraction`` 0, the same targets drawn), under
   each defense: the benign accuracy a defense costs, and the targets' exposure without attack;
 * ``attack/M/D/ATTACK/FRACTION``: every attack at every malicious fraction, undefended;
-* ``defended/M/D/ATTACK/DEFENSE``: every attack at :data:`DEFENDED_FRACTION` under each defense.
+* ``defended/M/D/ATTACK/DEFENSE``: every attack at :data:`DEFENDED_FRACTION` under each defense;
+* ``secure/M/D/ROW``: the method's secure mode (its ``dp`` preset, whose server sees only the
+  noised sum, so no defense applies), without attack and under the crafted attack at
+  :data:`DEFENDED_FRACTION`, the attackers clipping as the protocol asks and not clipping
+  (:data:`UNCLIPPED_SCALE`: a norm the sum's ring still decodes; at the grid's own scale the
+  decoding overflows and the round aborts).
 
 Every figure is the run's last evaluation (the attack acts through the whole run; nothing is
 selected on validation), over the benign users only: the targets' exposure ``ER@5``, ``ER@10``
@@ -38,6 +43,16 @@ DEFAULT_COST = 0.02
 FRACTIONS = (0.001, 0.01, 0.05)
 #: The fraction every defense is measured at (issue 40's figure: 1% attackers).
 DEFENDED_FRACTION = 0.01
+#: The secure rows' attackers that do not clip: their update's norm in multiples of their own
+#: benign update's (the default scale overflows the DP sum's ring: the round aborts).
+UNCLIPPED_SCALE = 1.0
+#: The secure rows: (key, overrides over the secure mode).
+SECURE_ROWS = (
+    ("clean", {"poisoning": "crafted", "malicious_fraction": 0.0}),
+    ("crafted-clipped", {"poisoning": "crafted", "malicious_fraction": DEFENDED_FRACTION}),
+    ("crafted-unclipped", {"poisoning": "crafted", "malicious_fraction": DEFENDED_FRACTION,
+                           "poisoning_clip": False, "poisoning_scale": UNCLIPPED_SCALE}),
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,9 @@ class Target:
     defenses: dict[str, dict[str, Any]]
     common: dict[str, Any] = field(default_factory=dict)
     quick: dict[str, Any] = field(default_factory=dict)
+    #: The secure mode's preset and overrides (None: no secure rows).
+    secure_preset: str | None = None
+    secure: dict[str, Any] = field(default_factory=dict)
 
 
 TARGETS = (
@@ -66,7 +84,9 @@ TARGETS = (
         "item_trimmed_mean_bounded": {"defense": "item_trimmed_mean", "defense_beta": 0.1,
                                       "defense_bound_rows": True},
     }, common={"eval_every": 50},
-        quick={"rounds": 2, "eval_every": 2}),
+        quick={"rounds": 2, "eval_every": 2},
+        # The DP preset summed in clear (the same sum, without the masking's cost).
+        secure_preset="dp", secure={"dp_masking": False}),
 )
 QUICK_ATTACKS = ("crafted",)
 #: Each defense in the line a run's summary prints.
@@ -103,6 +123,12 @@ def plan(seeds: int, quick: bool) -> list[RunSpec]:
                      for a in attacks for d, ov in defenses.items() if d != "none"]
             specs += [RunSpec(key, t.method, ds, {**common, **extra}, seed_list)
                       for key, extra in rows]
+            if t.secure_preset is not None:
+                quick_secure = t.quick if quick else {}
+                specs += [RunSpec(_key("secure", t.method, ds, key),
+                                  t.method, ds, {**t.secure, **quick_secure, **extra}, seed_list,
+                                  preset=t.secure_preset)
+                          for key, extra in SECURE_ROWS[: 2 if quick else None]]
     return specs
 
 
@@ -251,6 +277,18 @@ def _method_section(lines: list[str], out: Path, t: Target, ds: str,
                  "attack.\n")
     lines.append(markdown_table(["defense", f"{m} without attack", "accuracy cost",
                                  *(f"ER@10 {a}" for a in attacks)], drows))
+    srows = []
+    for key, _ in SECURE_ROWS:
+        runs = res.get(_key("secure", t.method, ds, key), [])
+        if _key("secure", t.method, ds, key) in keys:
+            srows.append([key, fmt(final(runs, "ER@10")), fmt(final(runs, m))])
+    if srows:
+        lines.append(f"### The secure mode (`--preset {t.secure_preset}`)\n")
+        lines.append("The server sees only the noised sum: no defense applies, and the bound on "
+                     "a client's update is the one its own code applies. `crafted-unclipped`: "
+                     "the attackers skip it (at the grid's own attack scale the sum's ring "
+                     "overflows and the round aborts; this row's scale fits).\n")
+        lines.append(markdown_table(["row", "ER@10", m], srows))
     best = recommended(defense_rows(t, ds, res, keys))
     lines.append(
         f"Most robust within {100 * DEFAULT_COST:g}% accuracy (the default issue 40 asks for): "

@@ -56,9 +56,11 @@ class ItemTableAdapter(ABC):
 
     @abstractmethod
     def upload(self, ctx: PartyContext, payload: Payload, ids: torch.Tensor,
-               grad_q: torch.Tensor, grad_b: torch.Tensor | None) -> Outgoing:
+               grad_q: torch.Tensor, grad_b: torch.Tensor | None, clip: bool = True
+               ) -> Outgoing:
         """The message the client sends for these row gradients, in the method's format (and
-        through its mode: in clear, or into the secure sum)."""
+        through its mode: in clear, or into the secure sum). ``clip`` False: the client skips
+        the bound its own code applies in a secure mode (the DP aggregate's ``dp_clip``)."""
 
 
 class ClientAttack:
@@ -73,11 +75,14 @@ class ClientAttack:
 class ModelPoisoning(ClientAttack, ABC):
     """An attack that replaces the training step's upload with a crafted one, of L2 norm
     ``scale`` times the median norm of the malicious clients' own benign updates (what their
-    profiles would send): large enough to matter, a multiple of what the attacker can measure."""
+    profiles would send): large enough to matter, a multiple of what the attacker can measure.
+    In a secure mode the client's own code bounds what it sends; ``clip`` False skips that
+    bound, which nothing in a secure sum can check."""
 
-    def __init__(self, adapter: ItemTableAdapter, scale: float) -> None:
+    def __init__(self, adapter: ItemTableAdapter, scale: float, clip: bool = True) -> None:
         self.adapter = adapter
         self.scale = scale
+        self.clip = clip
 
     def act(self, step: str, ctxs: Sequence[PartyContext], payloads: Sequence[Payload],
             benign: PartyLogic) -> list[Outgoing]:
@@ -96,7 +101,7 @@ class ModelPoisoning(ClientAttack, ABC):
             ids, gq, gb = crafted
             factor = target_norm / max(float(_norm(gq, gb)), 1e-12)
             out.append(self.adapter.upload(ctx, payload, ids, gq * factor,
-                                           None if gb is None else gb * factor))
+                                           None if gb is None else gb * factor, self.clip))
         return out
 
     @abstractmethod

@@ -77,8 +77,8 @@ class CraftedPromotion(ModelPoisoning):
     estimate of the users (the first one's draw): one attacker, one estimate."""
 
     def __init__(self, adapter: ItemTableAdapter, scale: float, targets: torch.Tensor,
-                 by_popularity: torch.Tensor) -> None:
-        super().__init__(adapter, scale)
+                 by_popularity: torch.Tensor, clip: bool = True) -> None:
+        super().__init__(adapter, scale, clip)
         self.targets = targets
         self.popular = by_popularity[:APPROXIMATE_USERS]
 

@@ -44,9 +44,18 @@ class PoisoningOptions(RunConfig):
                                           "update, in multiples of the median norm of the "
                                           "malicious clients' own benign updates")
 
+    poisoning_clip: bool = option(True, "crafted | untargeted in a DP run: the malicious "
+                                        "clients clip to dp_clip as the protocol asks (false: "
+                                        "they skip it; nothing in the secure sum checks it)")
+
     def validate(self) -> None:
         super().validate()
         check_choice("poisoning", self.poisoning, ATTACKS)
+        if not self.poisoning_clip and (self.poisoning not in MODEL_ATTACKS
+                                        or getattr(self, "dp", "none") != "distributed"):
+            raise ConfigError("poisoning_clip false needs a model attack (crafted, untargeted) "
+                              "and dp=distributed: the DP aggregate's clip is the client-side "
+                              "bound it skips")
         check_choice("malicious_kind", self.malicious_kind, MALICIOUS_KINDS)
         if not 0.0 <= self.malicious_fraction <= 0.5:
             raise ConfigError(f"malicious_fraction must be in [0, 0.5], got "

@@ -58,13 +58,14 @@ class FCFClient(SecureSumSteps, PartyLogic):
         q, b_i = self.item_parameters(payload, ctxs[0])
         return self.send(ctxs, self.local.train(self.cfg, ctxs, q, b_i), payload)
 
-    def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Payload], payload: Payload
-             ) -> list[Payload]:
+    def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Payload], payload: Payload,
+             clip: bool = True) -> list[Payload]:
         """The messages that carry the plaintext ``uploads`` (``{"items", "grad_q"[,
         "grad_b"]}``) in this run's mode: as they are, or dense into the DP aggregate or the
-        secure sum."""
+        secure sum (``clip`` False: the DP aggregate's clip skipped, as a malicious client
+        may)."""
         if self.dp is not None:  # one clipped (and noised) vector per client
-            return [self.dp.upload(c, self.dense_upload(o), payload)
+            return [self.dp.upload(c, self.dense_upload(o), payload, clip=clip)
                     for c, o in zip(ctxs, uploads, strict=True)]
         if self.cfg.secure_aggregation:  # the step ends with the keys, not the upload
             return [self.secure.advertise(c, self.dense_upload(o), payload)

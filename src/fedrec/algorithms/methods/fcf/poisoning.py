@@ -35,12 +35,13 @@ class FCFItemTable(ItemTableAdapter):
                  else None) for u in uploads]
 
     def upload(self, ctx: PartyContext, payload: Payload, ids: torch.Tensor,
-               grad_q: torch.Tensor, grad_b: torch.Tensor | None) -> Outgoing:
+               grad_q: torch.Tensor, grad_b: torch.Tensor | None, clip: bool = True
+               ) -> Outgoing:
         msg: Payload = {"items": ids, "grad_q": grad_q}
         if self.client.explicit:
             msg["grad_b"] = (grad_b if grad_b is not None
                              else torch.zeros(len(ids), dtype=grad_q.dtype))
-        return self.client.send([ctx], [msg], payload)[0]
+        return self.client.send([ctx], [msg], payload, clip=clip)[0]
 
 
 def fcf_item_table(client: FCFClient) -> FCFItemTable:
