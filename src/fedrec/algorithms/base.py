@@ -28,12 +28,11 @@ from fedrec.algorithms.index import MethodInfo
 from fedrec.attacks.poisoning import (
     DATA_ATTACKS,
     MODEL_ATTACKS,
+    Adapter,
     ClientAttack,
-    CraftedPromotion,
-    ItemTableAdapter,
     MaliciousClients,
     PoisoningOptions,
-    Untargeted,
+    model_attack,
     plan_attack,
     poisoned,
 )
@@ -313,7 +312,7 @@ class AlgorithmSpec:
     #: (:mod:`fedrec.attacks.poisoning`): the adapter made from the method's client logic.
     #: A method whose config has the poisoning options (``attack``, ...) supports the data
     #: attacks and the exposure measure without it; None refuses the model attacks.
-    poisoning: Callable[[Any], ItemTableAdapter] | None = None
+    poisoning: Callable[[Any], Adapter] | None = None
 
     def __post_init__(self) -> None:
         if (self.build is None) == (self.build_job is None):
@@ -373,10 +372,9 @@ class AlgorithmSpec:
         assert benign is not None
         targets = torch.as_tensor(plan.targets, dtype=torch.int64)
         attack = (ClientAttack() if cfg.poisoning in DATA_ATTACKS else
-                  CraftedPromotion(self.poisoning(benign), cfg.poisoning_scale, targets,
-                                   torch.as_tensor(plan.by_popularity), cfg.poisoning_clip)
-                  if cfg.poisoning == "crafted" else Untargeted(
-                      self.poisoning(benign), cfg.poisoning_scale, cfg.poisoning_clip))
+                  model_attack(self.poisoning(benign), cfg.poisoning, cfg.poisoning_scale,
+                               targets, torch.as_tensor(plan.by_popularity),
+                               cfg.poisoning_clip))
         logic = MaliciousClients(benign, plan.malicious, attack)
         job.parties = [dataclasses.replace(p, logic=logic) if p.role == CLIENT else p
                        for p in job.parties]

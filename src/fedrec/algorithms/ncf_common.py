@@ -287,33 +287,40 @@ class NeuMFCohort:
             logits = ncf.forward(self.shape, params, emb)
         return logits[local, slot]
 
+    def scores(self, ctxs: Sequence[PartyContext],
+               initial_rows: InitialRows | None = None) -> torch.Tensor:
+        """Each client's NeuMF logits on every item, ``[clients, items]`` (what it ranks by);
+        untrained rows from ``initial_rows`` (default :meth:`secret_rows`), as in :meth:`fit`."""
+        initial_rows = initial_rows or self.secret_rows
+        n_items, num = self.num_items, len(ctxs)
+        params = self.stack_params(ctxs)
+        # Untrained rows are rows of a shared table (:data:`InitialRows`): score that table
+        # once per client (no per-client copy of it), then read each item's row.
+        all_items = torch.arange(n_items)
+        shared, index = initial_rows(init_keys(ctxs)[:, None], all_items[None, :])
+        with torch.no_grad():
+            on_shared = ncf.forward(self.shape, params, shared.expand(num, -1, -1))
+        scores = on_shared.gather(1, index)
+        # Trained rows replace their initial ones.
+        st_local = torch.cat([torch.full((len(c.state["items"]),), i)
+                              for i, c in enumerate(ctxs)])
+        st_items = torch.cat([c.state["items"] for c in ctxs])
+        if len(st_items):
+            st_rows = torch.cat([c.state["rows"] for c in ctxs])
+            scores[st_local, st_items] = self.logits(
+                params, st_rows, st_local * n_items + st_items, st_local, st_items, num)
+        return scores
+
     def evaluate(self, ctxs: Sequence[PartyContext], split: str = "test",
                  initial_rows: InitialRows | None = None, chunk: int = 128) -> list[Payload]:
         """Each client ranks every item but its known ones with its own NeuMF and reports its
         metrics on ``split`` (untrained rows from ``initial_rows``, as in :meth:`fit`)."""
-        initial_rows = initial_rows or self.secret_rows
         cfg, n_items = self.cfg, self.num_items
         out: list[Payload] = []
-        all_items = torch.arange(n_items)
         for start in range(0, len(ctxs), chunk):
             part = ctxs[start : start + chunk]
             num = len(part)
-            clients = init_keys(part)
-            params = self.stack_params(part)
-            # Untrained rows are rows of a shared table (:data:`InitialRows`): score that table
-            # once per client (no per-client copy of it), then read each item's row.
-            shared, index = initial_rows(clients[:, None], all_items[None, :])
-            with torch.no_grad():
-                on_shared = ncf.forward(self.shape, params, shared.expand(num, -1, -1))
-            scores = on_shared.gather(1, index)
-            # Trained rows replace their initial ones.
-            st_local = torch.cat([torch.full((len(c.state["items"]),), i)
-                                  for i, c in enumerate(part)])
-            st_items = torch.cat([c.state["items"] for c in part])
-            if len(st_items):
-                st_rows = torch.cat([c.state["rows"] for c in part])
-                scores[st_local, st_items] = self.logits(
-                    params, st_rows, st_local * n_items + st_items, st_local, st_items, num)
+            scores = self.scores(part, initial_rows)
             kn_local, kn_items = known_rows(part, split)
             scores[kn_local, kn_items.long()] = -torch.inf
             top = torch.topk(scores, min(cfg.topk, n_items), dim=1).indices

@@ -16,7 +16,11 @@ What they know: the catalogue, public item popularity, what the protocol sends e
 * model poisoning (:mod:`~fedrec.attacks.poisoning.crafting`: ``crafted`` promotion of the
   targets for users approximated by popular items; ``untargeted`` sign flipping): crafted
   updates in the method's upload format, through the method's
-  :class:`~fedrec.attacks.poisoning.clients.ItemTableAdapter`.
+  :class:`~fedrec.attacks.poisoning.clients.ItemTableAdapter`; for a method whose clients
+  upload predictions, not parameters (PTF-FedRec), crafted scores through its
+  :class:`~fedrec.attacks.poisoning.predictions.PredictionAdapter`
+  (:mod:`~fedrec.attacks.poisoning.predictions`); :func:`~.model.model_attack` picks by the
+  adapter.
 
 The measure is the targets' exposure among benign users (:mod:`fedrec.metrics.exposure`) and
 the benign accuracy, both from the ordinary client-side evaluation, which malicious clients do
@@ -31,6 +35,7 @@ from fedrec.attacks.poisoning.clients import (
     ModelPoisoning,
 )
 from fedrec.attacks.poisoning.crafting import CraftedPromotion, Untargeted
+from fedrec.attacks.poisoning.model import Adapter, model_attack
 from fedrec.attacks.poisoning.options import (
     ATTACKS,
     DATA_ATTACKS,
@@ -41,8 +46,14 @@ from fedrec.attacks.poisoning.options import (
     poisoned,
 )
 from fedrec.attacks.poisoning.population import AttackPlan, plan_attack
+from fedrec.attacks.poisoning.predictions import (
+    InvertedPredictions,
+    PredictionAdapter,
+    PromotedPredictions,
+)
 
 __all__ = ["ATTACKS", "DATA_ATTACKS", "EVALUATION_STEP", "MALICIOUS_KINDS", "MODEL_ATTACKS",
-           "AttackPlan", "ClientAttack", "CraftedPromotion", "ItemTableAdapter",
-           "MaliciousClients", "ModelPoisoning", "PoisoningOptions", "Untargeted",
-           "malicious_count", "plan_attack", "poisoned"]
+           "Adapter", "AttackPlan", "ClientAttack", "CraftedPromotion", "InvertedPredictions",
+           "ItemTableAdapter", "MaliciousClients", "ModelPoisoning", "PoisoningOptions",
+           "PredictionAdapter", "PromotedPredictions", "Untargeted", "malicious_count",
+           "model_attack", "plan_attack", "poisoned"]

@@ -27,6 +27,16 @@ it. Evaluation ranks the hidden model with the experimenter's instruments
 (:func:`ptf_instruments`) and each client's own NeuMF (under ``upload_dp`` its replies go to the
 experimenter, never the server).
 
+Malicious clients (:mod:`fedrec.attacks.poisoning`, the ``poisoning`` options): the data
+attacks run this client's code on fake profiles; the model attacks upload crafted predictions
+(:mod:`~fedrec.algorithms.methods.ptf_fedrec.poisoning`: the targets and popular items at score
+1, or inverted scores). The targets' exposure ``ER@K`` is measured where PTF-FedRec recommends,
+by each benign client's own NeuMF after the dispersals; ``hidden_ER@K`` is the server's hidden
+model's. The server clamps every score to [0, 1] and, with ``score_defense: item_trimmed``,
+drops each item's extreme scores of the round before training
+(:mod:`~fedrec.algorithms.methods.ptf_fedrec.robust`, which states what that resists and what
+not).
+
 Design notes, defaults, costs and where the code follows the authors' code rather than the
 paper: ``docs/ptf-fedrec.md``.
 """
@@ -42,6 +52,7 @@ from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.ptf_fedrec.client import PTFClient, swap_top_scores
 from fedrec.algorithms.methods.ptf_fedrec.config import DEFENSES, DISPERSALS, PTFFedRecConfig
 from fedrec.algorithms.methods.ptf_fedrec.meta import METHOD
+from fedrec.algorithms.methods.ptf_fedrec.poisoning import ptf_predictions
 from fedrec.algorithms.methods.ptf_fedrec.server import PTFServer
 from fedrec.algorithms.mf_common import SplitRanking
 from fedrec.algorithms.ncf_common import implicit_split
@@ -88,6 +99,7 @@ SPEC = AlgorithmSpec.of(
     config_cls=PTFFedRecConfig,
     build_job=build_ptf_fedrec_job,
     instruments=ptf_instruments,
+    poisoning=ptf_predictions,
     contract=Contract(
         settings={"local_epochs": 1, "server_epochs": 1},
         boundary_variants=({"upload_dp": "gaussian", "defense": "none", "upload_noise": 1.0},),

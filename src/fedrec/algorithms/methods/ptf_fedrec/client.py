@@ -12,7 +12,7 @@ import torch
 from fedrec.algorithms.methods.ptf_fedrec.config import PTFFedRecConfig
 from fedrec.algorithms.methods.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
 from fedrec.algorithms.methods.ptf_fedrec.upload_dp import release, sample_items, upload_plan
-from fedrec.algorithms.mf_common import requested_split
+from fedrec.algorithms.mf_common import requested_split, with_exposure
 from fedrec.algorithms.ncf_common import CohortFit, NeuMFCohort, rank_within
 from fedrec.core.codec import Payload
 from fedrec.core.rng import counter_uniform
@@ -88,7 +88,14 @@ class PTFClient(PartyLogic):
 
     @step(EVALUATE, cohort=True, broadcast=True)
     def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
-        return self.cohort.evaluate(ctxs, requested_split(payload))
+        """Each client's ranking metrics of its own NeuMF (what PTF-FedRec recommends with,
+        trained on the server's dispersed soft labels) and, in a poisoning experiment, its
+        exposure shares of the targets ranked by the same scores
+        (:func:`~fedrec.algorithms.mf_common.with_exposure`)."""
+        split = requested_split(payload)
+        return with_exposure(self.cohort.evaluate(ctxs, split), ctxs,
+                             lambda start, stop: self.cohort.scores(ctxs[start:stop]),
+                             payload, split, batch=128)
 
     # -- model state -----------------------------------------------------------------------
     def _train(self, ctxs: Sequence[PartyContext]) -> list[Payload]:

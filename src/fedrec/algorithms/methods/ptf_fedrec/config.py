@@ -6,17 +6,24 @@ from dataclasses import dataclass
 
 from fedrec.algorithms.methods.ptf_fedrec.upload_dp import UPLOAD_DP, check_upload_dp
 from fedrec.algorithms.ncf_common import NCFClientConfig
+from fedrec.attacks.poisoning import PoisoningOptions
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
 
 DEFENSES = ("none", "ldp", "sampling", "sampling+swapping")
 DISPERSALS = ("mixed", "no-hard", "no-confident", "random")
+#: The server's defenses against malicious clients' predictions (:mod:`.robust`).
+SCORE_DEFENSES = ("none", "item_trimmed")
 
 
 @dataclass
-class PTFFedRecConfig(NCFClientConfig):
+class PTFFedRecConfig(NCFClientConfig, PoisoningOptions):
     """Defaults follow the authors' code (hi-weiyuan/PTF-FedRec README: "gives the main
-    results")."""
+    results"). A poisoning experiment's options
+    (:class:`~fedrec.attacks.poisoning.PoisoningOptions`; ``poisoning_scale`` is not read:
+    a prediction is a score in [0, 1], :mod:`fedrec.attacks.poisoning.predictions`) and the
+    server's defense against them, ``score_defense`` (:mod:`.robust`): ``defense`` is the
+    upload's privacy defense, not a robust aggregation (the server sums no update)."""
 
     rounds: int = option(20)
     eval_every: int = option(5)
@@ -60,6 +67,13 @@ class PTFFedRecConfig(NCFClientConfig):
     target_epsilon: float = option(0.0, "upload_dp: user-level epsilon over the run's uploads "
                                         "against the server; solves upload_noise")
     dp_delta: float = option(1e-5, "upload_dp: delta of every epsilon reported")
+    # Malicious clients (fedrec.attacks.poisoning): what the server does with their scores.
+    score_defense: str = option("none", "none | item_trimmed: per item, the server drops the "
+                                        "round's uploaded scores among its score_trim highest "
+                                        "and lowest before training (against malicious "
+                                        "clients)")
+    score_trim: float = option(0.1, "item_trimmed: the fraction of an item's uploaded scores "
+                                    "dropped at each end, in [0, 0.49]")
     attack: bool = option(True, "run the top-guess attack on uploads (metrics only)")
     attack_k: str = option("ratio", "ratio: k = n_up / (1 + num_negatives) | oracle: the true "
                                     "number of positives")
@@ -76,6 +90,11 @@ class PTFFedRecConfig(NCFClientConfig):
         check_choice("server_model", self.server_model, ("ngcf", "lightgcn"))
         check_choice("defense", self.defense, DEFENSES)
         check_choice("dispersal", self.dispersal, DISPERSALS)
+        check_choice("score_defense", self.score_defense, SCORE_DEFENSES)
+        check_range("score_trim", self.score_trim, 0.0, 0.49)
+        if self.poisoning != "none" and not self.eval_clients:
+            raise ConfigError("poisoning needs eval_clients true: the targets' exposure is "
+                              "measured by the clients' own models")
         check_choice("attack_k", self.attack_k, ("ratio", "oracle"))
         check_choice("attack_truth", self.attack_truth, ("interactions", "uploaded"))
         for name in ("server_dim", "server_batch", "server_epochs", "chunk_samples"):

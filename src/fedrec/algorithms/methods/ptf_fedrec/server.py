@@ -13,14 +13,17 @@ import torch.nn.functional as F
 
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.ptf_fedrec.config import PTFFedRecConfig
+from fedrec.algorithms.methods.ptf_fedrec.robust import item_trim_mask
 from fedrec.algorithms.methods.ptf_fedrec.steps import DISPERSE, EVALUATE, TRAIN
 from fedrec.algorithms.methods.ptf_fedrec.upload_dp import upload_dp_report, upload_plan
-from fedrec.algorithms.mf_common import eval_request, reduce_client_metrics
+from fedrec.algorithms.mf_common import SplitRanking, eval_request, reduce_client_metrics
 from fedrec.attacks.cross_upload import CrossUploadAttack
 from fedrec.attacks.top_guess import TopGuessAttack
 from fedrec.core.rng import counter_uniform, derive_seed, torch_generator
+from fedrec.data.types import check_split
 from fedrec.federation.dp_sum import evaluation_sender
 from fedrec.federation.runtime import Observer, Runtime
+from fedrec.metrics.exposure import exposure_sums, reduce_exposure
 from fedrec.metrics.ranking import ScoreFn
 from fedrec.models.lightgcn import NGCF, LightGCN, normalized_adjacency
 from fedrec.models.training import minibatch_epoch
@@ -85,18 +88,11 @@ class PTFServer(ServerLogic):
         t0 = time.perf_counter()  # the round's time split: clients, server, dispersal
         replies = rt.updates(rt.broadcast(TRAIN, selected, {}), TRAIN)
         t_clients = time.perf_counter() - t0
-        if self.plan is not None:  # upload_dp: noised scores, clamped here (post-processing)
-            replies = {c: {**r, "scores": torch.as_tensor(r["scores"]).float().clamp(0, 1)}
-                       for c, r in replies.items()}
+        if self.plan is not None:  # upload_dp's accounting
             for c in replies:
                 self.participations[int(c)] = self.participations.get(int(c), 0) + 1
-        for c, r in replies.items():
-            self.uploads[int(c)] = (torch.as_tensor(r["items"]).long(),
-                                    torch.as_tensor(r["scores"]).float())
+        users, items, soft = self._accept(replies)
         # Train the hidden model on this round's uploads, over the graph of the latest uploads.
-        users = torch.cat([torch.full((len(r["items"]),), int(c)) for c, r in replies.items()])
-        items = torch.cat([torch.as_tensor(r["items"]).long() for r in replies.values()])
-        soft = torch.cat([torch.as_tensor(r["scores"]).float() for r in replies.values()])
         adj = self._graph()
         self.model.train()
 
@@ -124,7 +120,10 @@ class PTFServer(ServerLogic):
             "time_server_s": t_server,
             "time_dispersal_s": time.perf_counter() - t0 - t_clients - t_server,
             "clients": float(len(replies)),
-            "upload_items_mean": float(len(items) / len(replies)),
+            "upload_items_mean": float(sum(len(r["items"]) for r in replies.values())
+                                       / len(replies)),
+            "trimmed_scores": float(sum(len(r["items"]) for r in replies.values())
+                                    - len(items)),
             "server_loss": total / max(len(users) * cfg.server_epochs, 1),
             "server_batches": float(n_batches),
             "dispersed_clients": float(n_disp),
@@ -132,6 +131,27 @@ class PTFServer(ServerLogic):
         if self.attack is not None:
             stats.update(self.attack.summary(rnd))
         return stats
+
+    def _accept(self, replies: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The round's uploads as the server trains on them (:mod:`.robust`): every score
+        clamped to [0, 1] (upload_dp's noise is post-processed so; an honest score is a
+        sigmoid, unchanged), then, with ``score_defense: item_trimmed``, each item's extreme
+        scores dropped. Each client's kept rows become its latest upload in the graph; returns
+        the ``(users, items, scores)`` rows to train on."""
+        clients = [int(c) for c in replies]
+        sizes = [len(r["items"]) for r in replies.values()]
+        users = torch.cat([torch.full((n,), c) for c, n in zip(clients, sizes, strict=True)])
+        items = torch.cat([torch.as_tensor(r["items"]).long() for r in replies.values()])
+        soft = torch.cat([torch.as_tensor(r["scores"]).float()
+                          for r in replies.values()]).clamp(0, 1)
+        if self.cfg.score_defense == "item_trimmed":
+            keep = item_trim_mask(items, soft, self.cfg.score_trim)
+        else:
+            keep = torch.ones(len(items), dtype=torch.bool)
+        for c, k, it, sc in zip(clients, keep.split(sizes), items.split(sizes),
+                                soft.split(sizes), strict=True):
+            self.uploads[c] = (it[k], sc[k])
+        return users[keep], items[keep], soft[keep]
 
     def dispersal(self, clients: Sequence[int], uploaded: Sequence[torch.Tensor], rnd: int,
                   chunk: int = 1024) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -198,11 +218,36 @@ class PTFServer(ServerLogic):
             u_emb, i_emb = self._embeddings()
             out = self.score_oracle(lambda users: u_emb[users] @ i_emb.T, split)
         if cfg.eval_clients:
-            replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request({}, split),
+            replies = rt.broadcast(EVALUATE, rt.client_ids,
+                                   eval_request({}, split, self.exposure_targets),
                                    sender=evaluation_sender(cfg))
             client = reduce_client_metrics(replies.values(), explicit=False)
-            out.update({f"client_{k}": v for k, v in client.items()})
+            exposure = reduce_exposure(replies.values())
+            out.update({f"client_{k}": v for k, v in client.items() if k not in exposure})
+            out.update(exposure)
+            if exposure:
+                out.update(self._hidden_exposure(split, sorted(int(c) for c in replies)))
         return out
+
+    def _hidden_exposure(self, split: str, users: Sequence[int], chunk: int = 1024
+                         ) -> dict[str, float]:
+        """The targets' exposure in the hidden model's ranking (``hidden_ER@K``, ...), over
+        ``users`` (those who answered the evaluation: the benign ones), each ranking every item
+        but its known ones (the experimenter's :class:`SplitRanking` holds them); ``{}``
+        without that instrument. The clients' own ``ER@K`` is the headline: PTF-FedRec
+        recommends with the clients' models, which the hidden model reaches only through the
+        dispersal."""
+        if not isinstance(self.score_oracle, SplitRanking) or self.exposure_targets is None:
+            return {}
+        known = self.score_oracle.matrices[check_split(split)][0]
+        u_emb, i_emb = self._embeddings()
+        shares = []
+        for start in range(0, len(users), chunk):
+            part = torch.tensor(users[start : start + chunk], dtype=torch.int64)
+            rows = known[part.numpy()].tocoo()
+            shares += exposure_sums(u_emb[part] @ i_emb.T, torch.from_numpy(rows.row).long(),
+                                    torch.from_numpy(rows.col).long(), self.exposure_targets)
+        return {f"hidden_{k}": v for k, v in reduce_exposure(shares).items()}
 
     def receives(self) -> dict[str, str]:
         if self.plan is not None:
