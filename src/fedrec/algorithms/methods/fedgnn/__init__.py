@@ -65,6 +65,7 @@ from fedrec.algorithms.methods.fedgnn.config import (
     ring_bound,
 )
 from fedrec.algorithms.methods.fedgnn.meta import METHOD
+from fedrec.algorithms.methods.fedgnn.poisoning import fedgnn_item_table
 from fedrec.algorithms.methods.fedgnn.server import FedGNNServer
 from fedrec.algorithms.methods.fedgnn.third_party import FedGNNThirdParty
 from fedrec.algorithms.mf_common import scale_midpoint
@@ -106,6 +107,7 @@ SPEC = AlgorithmSpec.of(
     config_cls=FedGNNConfig,
     build_job=build_fedgnn_job,
     instruments=fedgnn_instruments,
+    poisoning=fedgnn_item_table,
     contract=Contract(
         settings={"dim": 8, "clients_per_round": 16, "pseudo_items": 50, "neighbours": 4,
                   "expand_after": 0},
