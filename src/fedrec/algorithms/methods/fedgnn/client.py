@@ -65,7 +65,7 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     def handle_cohort(self, step: str, ctxs: Sequence[PartyContext],
                       payloads: Sequence[Payload]) -> list[Any]:
         for c in ctxs:  # neighbour lists wait in the inbox until the client is next reached
-            self._read_neighbours(c)
+            self.read_neighbours(c)
         return super().handle_cohort(step, ctxs, payloads)
 
     @step(TRAIN, cohort=True, broadcast=True)
@@ -74,7 +74,7 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
 
     def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Any], payload: Payload
              ) -> list[Any]:
-        """The messages that carry ``uploads`` (:meth:`_protect`'s, one per client) in this
+        """The messages that carry ``uploads`` (:meth:`protect`'s, one per client) in this
         run's mode: as they are, or into the DP aggregate or the secure sum."""
         if self.dp is not None:  # one clipped (and noised) dense vector per client
             return [self.dp.upload(c, x, payload) for c, x in zip(ctxs, uploads, strict=True)]
@@ -99,7 +99,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     def install(self, ctx: PartyContext, payload: Payload) -> None:
         """Nothing more: the neighbour lists were read from the inbox on arrival."""
 
-    def _read_neighbours(self, ctx: PartyContext) -> None:
+    def read_neighbours(self, ctx: PartyContext) -> None:
+        """Install the neighbour list the third party routed to ``ctx`` (if any is waiting)."""
         for msg in ctx.inbox:
             if msg.sender == THIRD_PARTY and msg.step == EXPAND_MATCH:
                 nb = torch.as_tensor(msg.payload["embeddings"]).float()
@@ -121,7 +122,7 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
 
     # -- training -----------------------------------------------------------------------------
     def _train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Any]:
-        return [self._protect(c, *g) for c, g in zip(ctxs, self.gradients(ctxs, payload),
+        return [self.protect(c, *g) for c, g in zip(ctxs, self.gradients(ctxs, payload),
                                                     strict=True)]
 
     def gradients(self, ctxs: Sequence[PartyContext], payload: Payload
@@ -211,8 +212,11 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         # pseudo rows (measured: simulator vs Flower 1.5e-5 apart after 3 rounds, not ~1e-9).
         return ids, torch.addmm(mean, z, dev)
 
-    def _protect(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
-                 g_items: torch.Tensor, loss: float) -> Payload | np.ndarray:
+    def protect(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
+                g_items: torch.Tensor, loss: float) -> Payload | np.ndarray:
+        """What one client sends for its :meth:`gradients` in this run's mode: its dense vector
+        (DP aggregate), its secure-sum input, or (the paper's) its real and pseudo rows,
+        shuffled, clipped and Laplace-noised with the GNN-weight gradient."""
         cfg = self.cfg
         if self.dp is not None:
             return self.dense_gradient(g_model, items, g_items).double().numpy()

@@ -54,13 +54,13 @@ class FedGNNItemTable(ItemTableAdapter):
         the clients' user embeddings as their benign round would."""
         client = self.client
         for c in ctxs:  # the neighbours the third party routed (FedGNNClient.handle_cohort)
-            client._read_neighbours(c)
+            client.read_neighbours(c)
         clear = client.dp is None and client.cfg.item_privacy == "pseudo"
         out = []
         for ctx, (g_model, ids, g_items, loss) in zip(ctxs, client.gradients(ctxs, payload),
                                                       strict=True):
             if clear:
-                msg = client._protect(ctx, g_model, ids, g_items, loss)
+                msg = client.protect(ctx, g_model, ids, g_items, loss)
                 g_model, ids, g_items = msg["grad_model"], msg["items"], msg["grad_items"]
                 loss = msg.get("loss")
             self.own[ctx.party] = (g_model.detach(), loss)

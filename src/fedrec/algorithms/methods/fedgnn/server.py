@@ -134,7 +134,7 @@ class FedGNNServer(ServerLogic):
             g_model_denominator=s)
         stats["clients"] = float(s)
         losses = [r["loss"] for r in replies.values() if "loss" in r]
-        if losses:  # only without local DP (see FedGNNClient._protect)
+        if losses:  # only without local DP (see FedGNNClient.protect)
             stats["train_loss"] = float(np.mean(losses))
         return stats
 
