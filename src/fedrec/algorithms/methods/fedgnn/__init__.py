@@ -44,6 +44,13 @@ in clear) is not run. The cohort is a Poisson sample and the server divides the 
 expected cohort size (``item_avg`` is not used). User-level DP against the server
 (distributed), against the released model (central).
 
+Malicious clients (:mod:`fedrec.attacks.poisoning`, the ``poisoning`` options): the data
+attacks run this client code on fake profiles; the model attacks upload crafted item-embedding
+rows (:mod:`~fedrec.algorithms.methods.fedgnn.poisoning`); the evaluation reports the targets'
+exposure, ranked by each client's predicted ratings of every item. In clear uploads the server
+may aggregate by a ``defense`` (:mod:`~fedrec.algorithms.methods.fedgnn.defense`); the secure
+sum and the DP aggregate take none.
+
 Design notes, measurements, settings and what is not done: ``docs/fedgnn.md``.
 """
 
