@@ -44,6 +44,13 @@ in clear) is not run. The cohort is a Poisson sample and the server divides the 
 expected cohort size (``item_avg`` is not used). User-level DP against the server
 (distributed), against the released model (central).
 
+Malicious clients (:mod:`fedrec.attacks.poisoning`, the ``poisoning`` options): the data
+attacks run this client code on fake profiles; the model attacks upload crafted item-embedding
+rows (:mod:`~fedrec.algorithms.methods.fedgnn.poisoning`); the evaluation reports the targets'
+exposure, ranked by each client's predicted ratings of every item. In clear uploads the server
+may aggregate by a ``defense`` (:mod:`~fedrec.algorithms.methods.fedgnn.defense`); the secure
+sum and the DP aggregate take none.
+
 Design notes, measurements, settings and what is not done: ``docs/fedgnn.md``.
 """
 
@@ -65,6 +72,7 @@ from fedrec.algorithms.methods.fedgnn.config import (
     ring_bound,
 )
 from fedrec.algorithms.methods.fedgnn.meta import METHOD
+from fedrec.algorithms.methods.fedgnn.poisoning import fedgnn_item_table
 from fedrec.algorithms.methods.fedgnn.server import FedGNNServer
 from fedrec.algorithms.methods.fedgnn.third_party import FedGNNThirdParty
 from fedrec.algorithms.mf_common import scale_midpoint
@@ -106,6 +114,7 @@ SPEC = AlgorithmSpec.of(
     config_cls=FedGNNConfig,
     build_job=build_fedgnn_job,
     instruments=fedgnn_instruments,
+    poisoning=fedgnn_item_table,
     contract=Contract(
         settings={"dim": 8, "clients_per_round": 16, "pseudo_items": 50, "neighbours": 4,
                   "expand_after": 0},

@@ -19,7 +19,7 @@ from fedrec.algorithms.methods.fedgnn.steps import (
     EXPAND_MATCH,
     TRAIN,
 )
-from fedrec.algorithms.mf_common import rating_unit, requested_split
+from fedrec.algorithms.mf_common import rating_unit, requested_split, with_exposure
 from fedrec.core.codec import Payload
 from fedrec.data.partition import ClientData
 from fedrec.errors import ProtocolError
@@ -65,17 +65,23 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     def handle_cohort(self, step: str, ctxs: Sequence[PartyContext],
                       payloads: Sequence[Payload]) -> list[Any]:
         for c in ctxs:  # neighbour lists wait in the inbox until the client is next reached
-            self._read_neighbours(c)
+            self.read_neighbours(c)
         return super().handle_cohort(step, ctxs, payloads)
 
     @step(TRAIN, cohort=True, broadcast=True)
     def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Any]:
-        out = self._train(ctxs, payload)
+        return self.send(ctxs, self._train(ctxs, payload), payload)
+
+    def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Any], payload: Payload
+             ) -> list[Any]:
+        """The messages that carry ``uploads`` (:meth:`protect`'s, one per client) in this
+        run's mode: as they are, or into the DP aggregate or the secure sum."""
         if self.dp is not None:  # one clipped (and noised) dense vector per client
-            return [self.dp.upload(c, x, payload) for c, x in zip(ctxs, out, strict=True)]
+            return [self.dp.upload(c, x, payload) for c, x in zip(ctxs, uploads, strict=True)]
         if self.cfg.item_privacy == "secure_sum":  # the step ends with the keys, not x
-            return [self.secure.advertise(c, x, payload) for c, x in zip(ctxs, out, strict=True)]
-        return out
+            return [self.secure.advertise(c, x, payload)
+                    for c, x in zip(ctxs, uploads, strict=True)]
+        return list(uploads)
 
     @step(EVALUATE, cohort=True, broadcast=True)
     def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
@@ -93,7 +99,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     def install(self, ctx: PartyContext, payload: Payload) -> None:
         """Nothing more: the neighbour lists were read from the inbox on arrival."""
 
-    def _read_neighbours(self, ctx: PartyContext) -> None:
+    def read_neighbours(self, ctx: PartyContext) -> None:
+        """Install the neighbour list the third party routed to ``ctx`` (if any is waiting)."""
         for msg in ctx.inbox:
             if msg.sender == THIRD_PARTY and msg.step == EXPAND_MATCH:
                 nb = torch.as_tensor(msg.payload["embeddings"]).float()
@@ -114,12 +121,20 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
                              [ctxs[i].state["nb_mean"] for i in idx], items_table, self.cfg.dim)
 
     # -- training -----------------------------------------------------------------------------
-    def _train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
+    def _train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Any]:
+        return [self.protect(c, *g) for c, g in zip(ctxs, self.gradients(ctxs, payload),
+                                                    strict=True)]
+
+    def gradients(self, ctxs: Sequence[PartyContext], payload: Payload
+                  ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]]:
+        """Each client's ``(GNN-weight gradient (flat), rated item ids, their embedding
+        gradients, loss)`` on its subgraph, before any protection; updates each client's user
+        embedding (the round's local step)."""
         cfg = self.cfg
         table = torch.as_tensor(payload["items"]).float()
         p = gnn.unflatten(torch.as_tensor(payload["model"]).float(), self.template)
         sizes = np.array([c.data.num_train for c in ctxs])
-        out: list[Payload | None] = [None] * len(ctxs)
+        out: list[Any] = [None] * len(ctxs)
         for idx in cohort_chunks(sizes, cfg.chunk_slots):
             t = self._pad(ctxs, idx, table)
             e_u = t["e_u"]
@@ -141,9 +156,8 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
                 ctx = ctxs[i]
                 ctx.state["e_u"] = new_u[r].detach().clone()
                 k = ctx.data.num_train
-                out[i] = self._protect(ctx, flat_p[r], t["items"][r, :k], gt[r, :k],
-                                       float(loss[r]))
-        return out  # type: ignore[return-value]
+                out[i] = (flat_p[r], t["items"][r, :k], gt[r, :k], float(loss[r]))
+        return out
 
     def _dropout_masks(self, ctxs: Sequence[PartyContext], idx: np.ndarray, e_u: torch.Tensor,
                        e_items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -198,8 +212,11 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         # pseudo rows (measured: simulator vs Flower 1.5e-5 apart after 3 rounds, not ~1e-9).
         return ids, torch.addmm(mean, z, dev)
 
-    def _protect(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
-                 g_items: torch.Tensor, loss: float) -> Payload | np.ndarray:
+    def protect(self, ctx: PartyContext, g_model: torch.Tensor, items: torch.Tensor,
+                g_items: torch.Tensor, loss: float) -> Payload | np.ndarray:
+        """What one client sends for its :meth:`gradients` in this run's mode: its dense vector
+        (DP aggregate), its secure-sum input, or (the paper's) its real and pseudo rows,
+        shuffled, clipped and Laplace-noised with the GNN-weight gradient."""
         cfg = self.cfg
         if self.dp is not None:
             return self.dense_gradient(g_model, items, g_items).double().numpy()
@@ -240,10 +257,15 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
         dense = clip_linf(self.dense_gradient(g_model, items, g_items), cfg.clip)
         if self.mechanism is not None:
             dense = self.mechanism.add_noise(dense, ctx.rng("ldp-noise"))
+        return self.with_counts(dense, items)
+
+    def with_counts(self, dense: torch.Tensor, items: torch.Tensor) -> np.ndarray:
+        """A secure-sum input: ``dense`` and, with ``item_avg="uploaders"``, the indicator of
+        ``items`` times the ring bound (:meth:`secure_input`)."""
         parts = [dense.double().numpy()]
-        if cfg.item_avg == "uploaders":
+        if self.cfg.item_avg == "uploaders":
             rated = np.zeros(self.num_items)
-            rated[items.numpy()] = ring_bound(cfg)
+            rated[items.numpy()] = ring_bound(self.cfg)
             parts.append(rated)
         return np.concatenate(parts)
 
@@ -279,4 +301,16 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
                 out[i] = {"sq_err": float(err[r].square().sum()),
                           "abs_err": float(err[r].abs().sum()),
                           "count": int(tmask[r].sum())}
-        return out  # type: ignore[return-value]
+
+        def scores(start: int, stop: int) -> torch.Tensor:
+            """Every item's predicted rating (unclamped: its order is the recommendation's)
+            for clients ``ctxs[start:stop]``."""
+            t = self._pad(ctxs[start:stop], np.arange(stop - start), table)
+            return gnn.cohort_predict(self.cfg.gnn, self.mu / self.unit, p, t["e_u"],
+                                      t["e_items"], t["mask"], t["nb_mean"],
+                                      table.expand(stop - start, *table.shape))
+
+        # The targets' exposure (a poisoning experiment's request only), in chunks of about
+        # chunk_slots scored (client, item) pairs.
+        return with_exposure(out, ctxs, scores, payload, split,
+                             batch=max(1, self.cfg.chunk_slots // self.num_items))

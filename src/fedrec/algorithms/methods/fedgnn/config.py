@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedrec.algorithms.gnn_common import GNNModelConfig
+from fedrec.attacks.poisoning import PoisoningOptions
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
+from fedrec.federation.aggregation import DefenseOptions
 from fedrec.federation.dp_sum import DPOptions
 from fedrec.federation.secure_sum import SecureSumParameters
 from fedrec.privacy import LaplaceMechanism
@@ -15,11 +17,14 @@ PSEUDO_SETS = ("per_round", "fixed", "fixed_coupled", "fixed_copy")
 
 
 @dataclass
-class FedGNNConfig(GNNModelConfig, DPOptions, SecureSumParameters):
+class FedGNNConfig(GNNModelConfig, DPOptions, SecureSumParameters, PoisoningOptions,
+                   DefenseOptions):
     """FedGNN's options. The secure sum's (``secagg_*``) are
     :class:`~fedrec.federation.secure_sum.SecureSumParameters`, used by ``item_privacy:
     secure_sum`` (and the ring of ``dp: distributed``); the ring's bound follows from the LDP
-    noise unless ``secagg_clip`` is set (:func:`ring_bound`)."""
+    noise unless ``secagg_clip`` is set (:func:`ring_bound`). A poisoning experiment's
+    (:class:`~fedrec.attacks.poisoning.PoisoningOptions`) and the server's defense
+    (:class:`~fedrec.federation.aggregation.DefenseOptions`, clear uploads only)."""
 
     rounds: int = option(100)
     clients_per_round: int = option(128, "|S| (paper: 128)")
@@ -98,6 +103,10 @@ class FedGNNConfig(GNNModelConfig, DPOptions, SecureSumParameters):
                 raise ConfigError("item_privacy=secure_sum needs clients_per_round >= 2 "
                                   "(a sum of one client is that client's upload)")
             self.validate_sum()
+        if self.defense != "none" and (self.dp != "none" or self.item_privacy != "pseudo"):
+            # A server that sees only the (noised) sum cannot apply a defense.
+            raise ConfigError(f"defense {self.defense} needs each client's update in clear: "
+                              "FedGNN with item_privacy=secure_sum or dp takes defense none")
 
 
 ITEM_PRIVACY = ("pseudo", "secure_sum")

@@ -12,6 +12,7 @@ import torch
 
 from fedrec.algorithms.base import RATING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedgnn.config import FedGNNConfig, ldp_mechanism, ring_bound
+from fedrec.algorithms.methods.fedgnn.defense import defended_sums
 from fedrec.algorithms.methods.fedgnn.steps import (
     EVALUATE,
     EXPAND_INSTALL,
@@ -67,6 +68,9 @@ class FedGNNServer(ServerLogic):
         width = self.items.shape[1]
         self.dp = (DPAggregate(cfg, num_clients, gnn.flatten(self.params).numel()
                                + num_items * width) if dp_on(cfg) else None)
+        if self.dp is None and cfg.item_privacy == "pseudo":  # Krum's f against the cohort
+            cfg.check_defense(secure=False, cohort=cohort_size(cfg.clients_per_round,
+                                                               num_clients))
 
     def attach_instruments(self, instruments: dict[str, Any]) -> None:
         """The experimenter's instruments of :func:`fedgnn_instruments`."""
@@ -130,7 +134,7 @@ class FedGNNServer(ServerLogic):
             g_model_denominator=s)
         stats["clients"] = float(s)
         losses = [r["loss"] for r in replies.values() if "loss" in r]
-        if losses:  # only without local DP (see FedGNNClient._protect)
+        if losses:  # only without local DP (see FedGNNClient.protect)
             stats["train_loss"] = float(np.mean(losses))
         return stats
 
@@ -162,17 +166,22 @@ class FedGNNServer(ServerLogic):
     def _sum_uploads(self, replies: dict[Any, Payload]
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The paper's aggregation: item rows summed per uploaded id (real or pseudo), GNN-weight
-        gradients summed, and how many clients uploaded each id."""
+        gradients summed, and how many clients uploaded each id; with a ``defense``, both sums
+        as it estimates them (:func:`~fedrec.algorithms.methods.fedgnn.defense.defended_sums`)."""
         g_items = torch.zeros_like(self.items)
         g_model = torch.zeros_like(gnn.flatten(self.params))
         uploads = torch.zeros(len(self.items))
         for r in replies.values():
             ids = torch.as_tensor(r["items"]).long()
-            sum_rows(ids, torch.as_tensor(r["grad_items"]).float(), out=g_items)
-            g_model += torch.as_tensor(r["grad_model"]).float()
+            if self.cfg.defense == "none":
+                sum_rows(ids, torch.as_tensor(r["grad_items"]).float(), out=g_items)
+                g_model += torch.as_tensor(r["grad_model"]).float()
             self.max_upload_dim = max(self.max_upload_dim, g_model.numel() + ids.numel()
                                       * self.items.shape[1])
             sum_rows(ids, torch.ones(len(ids)), out=uploads)
+        if self.cfg.defense != "none":
+            g_model, g_items = defended_sums(self.cfg, list(replies.values()), g_model.numel(),
+                                             len(self.items))
         return g_model, g_items, uploads
 
     def secure_sum(self, rt: Runtime, selected: list[int], stats: dict[str, float]
@@ -204,7 +213,8 @@ class FedGNNServer(ServerLogic):
                 list(result.survivors))
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self._broadcast(), split),
+        replies = rt.broadcast(EVALUATE, rt.client_ids,
+                               eval_request(self._broadcast(), split, self.exposure_targets),
                                sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), True)
 
