@@ -119,6 +119,7 @@ from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedgrec.client import FedGRecClient
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
 from fedrec.algorithms.methods.fedgrec.meta import METHOD
+from fedrec.algorithms.methods.fedgrec.poisoning import fedgrec_item_table
 from fedrec.algorithms.methods.fedgrec.server import FedGRecServer
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.data.partition import partition_by_user
@@ -138,6 +139,7 @@ SPEC = AlgorithmSpec.of(
     METHOD,
     config_cls=FedGRecConfig,
     build_job=build_fedgrec_job,
+    poisoning=fedgrec_item_table,
     contract=Contract(
         settings={"dim": 8, "num_layers": 1, "refresh_period": 2, "local_steps": 2,
                   "clients_per_round": 16, "user_fit_steps": 3, "user_fit_train_steps": 3},
