@@ -102,6 +102,20 @@ that bound the noise the tables carry (per-block budgets ``dp_latent_clip`` and
 ``dp_masking``'s); ``download: rows``, and ``refresh_period: 0`` with latent layers, are one-line
 errors. Evaluation replies go to the experimenter; no loss is sent.
 
+Malicious clients (``poisoning``, :mod:`fedrec.attacks.poisoning`; beyond the paper): fake or
+taken-over clients run the method's own client code on their crafted profiles (``random``,
+``popular``), or (``crafted``, ``untargeted``) replace the item-row block of their Step 4 upload
+with the attack's (:mod:`fedrec.algorithms.methods.fedgrec.poisoning`: scored as ``p_u . q_i``
+on the ``alpha``-combined item table, no bias, an approximation stated there), through the
+client's own encoding: clipped to ``secagg_clip`` per coordinate, in clear or into the secure
+sum, or bounded to ``dp_clip`` under ``dp``; ``download: rows`` refuses the model attacks. The
+benign clients' evaluation reports the targets' exposure in the ranking they recommend with.
+A ``defense`` other than ``none`` needs clear uploads (``secure_aggregation: false``, no ``dp``;
+otherwise a one-line ConfigError): the server then decodes each upload and estimates the item
+rows' sum with :func:`~fedrec.federation.aggregation.robust_sum`
+(:mod:`fedrec.algorithms.methods.fedgrec.defense`); the loss, the rows-trained counts and the
+latent contributions are summed as sent.
+
 Where the paper's text is cut (Sections 5.1-5.3 and Algorithm 1 are lost in our copy), we chose:
 the latent contributions as changes since the client's last one (so the server's tables are
 exact sums without storing any client's share), Adam rather than SGD on the client, FedAvg of the
@@ -119,6 +133,7 @@ from fedrec.algorithms.contract import Contract
 from fedrec.algorithms.methods.fedgrec.client import FedGRecClient
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
 from fedrec.algorithms.methods.fedgrec.meta import METHOD
+from fedrec.algorithms.methods.fedgrec.poisoning import fedgrec_item_table
 from fedrec.algorithms.methods.fedgrec.server import FedGRecServer
 from fedrec.algorithms.ncf_common import implicit_split
 from fedrec.data.partition import partition_by_user
@@ -138,6 +153,7 @@ SPEC = AlgorithmSpec.of(
     METHOD,
     config_cls=FedGRecConfig,
     build_job=build_fedgrec_job,
+    poisoning=fedgrec_item_table,
     contract=Contract(
         settings={"dim": 8, "num_layers": 1, "refresh_period": 2, "local_steps": 2,
                   "clients_per_round": 16, "user_fit_steps": 3, "user_fit_train_steps": 3},

@@ -23,7 +23,12 @@ from fedrec.algorithms.methods.fedgrec.steps import (
     WARMUP_DEGREES,
     WARMUP_LATENT,
 )
-from fedrec.algorithms.mf_common import CohortRows, cohort_rows, evaluate_clients_ranking
+from fedrec.algorithms.mf_common import (
+    CohortRows,
+    cohort_rows,
+    evaluate_clients_ranking,
+    with_exposure,
+)
 from fedrec.algorithms.mf_common import requested_split as split_of
 from fedrec.core.codec import Payload
 from fedrec.errors import ProtocolError
@@ -78,6 +83,28 @@ def full_tables(payload: Payload, device: torch.device) -> Tables:
                   torch.as_tensor(payload["latent"], device=device).float(),
                   torch.as_tensor(payload["degrees"], device=device).float(),
                   int(payload["item_emb"].shape[0]))
+
+
+@dataclass
+class LocalRound:
+    """What a cohort's Steps 2-3 leave for Step 4 (:meth:`FedGRecClient.local_round`):
+    whether the round refreshes, the cohort's training rows and their weights ``1 /
+    sqrt(|N_u| |N_t|)``, each client's loss, and the item rows each client trained (its
+    positives and negatives, ``pair_item[pair_segs[i]]``) with their change ``delta_q``."""
+
+    refresh: bool
+    rows: CohortRows
+    w: torch.Tensor
+    client_loss: torch.Tensor
+    pair_item: torch.Tensor
+    delta_q: torch.Tensor  # [pairs, d] float64, e_t^0 after Step 3 minus as downloaded
+    pair_segs: list[slice]
+    row_segs: list[slice]
+
+    def item_rows(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Client ``i``'s trained item rows and their change."""
+        seg = self.pair_segs[i]
+        return self.pair_item[seg], self.delta_q[seg]
 
 
 class FedGRecClient(SecureSumSteps, PartyLogic):
@@ -216,6 +243,13 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
     def round(self, ctxs: Sequence[PartyContext], tables: Tables,
               requests: Sequence[Payload]) -> list[Payload]:
         """Steps 2-4 for the cohort (module doc of :mod:`fedrec.algorithms.methods.fedgrec`)."""
+        local = self.local_round(ctxs, tables, requests)
+        return [self.client_upload(c, requests[i], local, i) for i, c in enumerate(ctxs)]
+
+    def local_round(self, ctxs: Sequence[PartyContext], tables: Tables,
+                    requests: Sequence[Payload]) -> LocalRound:
+        """Steps 2-3 for the cohort: the latent user embeddings refreshed, ``e_u^0`` trained
+        (both kept in each client's state), and what Step 4 uploads from; nothing is sent."""
         cfg, n_items, m = self.cfg, self.num_items, len(ctxs)
         k_layers, d = cfg.num_layers, cfg.dim
         refresh = bool(int(requests[0]["refresh"])) if m else False
@@ -270,39 +304,44 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             client_loss = torch.zeros(m, device=dev).index_add_(0, per_local, per) / counts
             client_loss.sum().backward()
             opt.step()
-        client_loss = client_loss.detach().cpu()
-        # Step 4: the dense upload [loss | delta e_t^0 | rows trained | latent deltas], built
-        # from each client's rows: pairs and training rows are sorted by client.
-        delta_q = (q.detach() - q0).double().cpu()
-        pair_item = pair_item.cpu()
-        pair_segs = segments(np.bincount(pair_local.cpu().numpy(), minlength=m))
-        size = 1 + n_items * (d + 1) + (k_layers * n_items * d if refresh else 0)
-        out = []
-        for i, (c, pseg, rseg) in enumerate(zip(ctxs, pair_segs, segments(rows.counts),
-                                                strict=True)):
+        for i, c in enumerate(ctxs):
             c.state["e0"] = p[i].detach().cpu().clone()
-            mine = pair_item[pseg]
-            if self.dp is not None:
-                out.append(self.dp_upload(c, requests[i], refresh, mine, delta_q[pseg],
-                                          rows.items[rseg].cpu()))
-                continue
-            at = [np.zeros(1, dtype=np.int64), row_positions(mine, d, 1),
-                  1 + n_items * d + mine.numpy()]
-            values = [np.array([float(client_loss[i])]), delta_q[pseg].numpy().ravel(),
-                      np.full(len(mine), cfg.secagg_clip)]
-            pending = None
-            if refresh and k_layers:
-                sources = torch.stack([c.state["e0"], *c.state["latent"][: k_layers - 1]])
-                delta, capped = self.capped_change(sources.double() - c.state["sent"], w[rseg])
-                # Exactly the sources where the whole change is sent.
-                pending = torch.where(capped[:, None], c.state["sent"] + delta,
-                                      sources.double())
-                lat_at, lat_values = contribution_rows(rows.items[rseg], w[rseg], delta, n_items)
-                at.append(1 + n_items * (d + 1) + lat_at)
-                values.append(lat_values)
-            x = SparseUpload(size, np.concatenate(at), np.concatenate(values))
-            out.append(self.upload(c, x, requests[i], pending))
-        return out
+        return LocalRound(refresh, rows, w, client_loss.detach().cpu(), pair_item.cpu(),
+                          (q.detach() - q0).double().cpu(),
+                          segments(np.bincount(pair_local.cpu().numpy(), minlength=m)),
+                          segments(rows.counts))
+
+    def client_upload(self, ctx: PartyContext, request: Payload, local: LocalRound, i: int,
+                      items: tuple[torch.Tensor, torch.Tensor] | None = None) -> Payload:
+        """Step 4 for the cohort's client ``i`` of ``local``: the dense upload ``[loss | delta
+        e_t^0 | rows trained | latent deltas]`` built from its rows (under ``dp``,
+        :meth:`dp_upload`'s vector), sent in the run's mode. ``items``: ``(rows, their
+        change)`` sent as its item-row block instead of what it trained (a malicious client's,
+        :mod:`fedrec.algorithms.methods.fedgrec.poisoning`); every other block is its own."""
+        cfg, n_items = self.cfg, self.num_items
+        k_layers, d = cfg.num_layers, cfg.dim
+        mine, delta = items if items is not None else local.item_rows(i)
+        rseg = local.row_segs[i]
+        if self.dp is not None:
+            return self.dp_upload(ctx, request, local.refresh, mine, delta,
+                                  local.rows.items[rseg].cpu())
+        at = [np.zeros(1, dtype=np.int64), row_positions(mine, d, 1),
+              1 + n_items * d + mine.numpy()]
+        values = [np.array([float(local.client_loss[i])]), delta.numpy().ravel(),
+                  np.full(len(mine), cfg.secagg_clip)]
+        pending = None
+        if local.refresh and k_layers:
+            sources = torch.stack([ctx.state["e0"], *ctx.state["latent"][: k_layers - 1]])
+            w = local.w[rseg]
+            change, capped = self.capped_change(sources.double() - ctx.state["sent"], w)
+            # Exactly the sources where the whole change is sent.
+            pending = torch.where(capped[:, None], ctx.state["sent"] + change, sources.double())
+            lat_at, lat_values = contribution_rows(local.rows.items[rseg], w, change, n_items)
+            at.append(1 + n_items * (d + 1) + lat_at)
+            values.append(lat_values)
+        size = 1 + n_items * (d + 1) + (k_layers * n_items * d if local.refresh else 0)
+        x = SparseUpload(size, np.concatenate(at), np.concatenate(values))
+        return self.upload(ctx, x, request, pending)
 
     def dp_upload(self, ctx: PartyContext, request: Payload, refresh: bool,
                   trained: torch.Tensor, delta_rows: torch.Tensor,
@@ -381,12 +420,17 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
     def evaluate(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Payload]:
         """Each client ranks every item but its known ones with its representation (its e_u^0
         and latent user embeddings propagated from the downloaded tables, not stored) against
-        the items' (``alpha``-combined e_t^0..e_t^K) and reports its own metrics."""
+        the items' (``alpha``-combined e_t^0..e_t^K) and reports its own metrics and, when the
+        request names targets, their exposure in that ranking
+        (:func:`~fedrec.algorithms.mf_common.with_exposure`)."""
         user_layers, item_layers = self.ranking_layers(ctxs, full_tables(payload,
                                                                           ctxs[0].device))
         p = self.conv.combine(user_layers)
         q = self.conv.combine(item_layers)
-        return evaluate_clients_ranking(ctxs, p, q, self.cfg.topk, split=split_of(payload))
+        split = split_of(payload)
+        replies = evaluate_clients_ranking(ctxs, p, q, self.cfg.topk, split=split)
+        return with_exposure(replies, ctxs, lambda start, stop: p[start:stop] @ q.T, payload,
+                             split)
 
     def ranking_layers(self, ctxs: Sequence[PartyContext],
                        tables: Tables) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

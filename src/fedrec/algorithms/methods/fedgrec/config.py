@@ -6,9 +6,11 @@ import math
 from dataclasses import dataclass
 
 from fedrec.algorithms.ncf_common import ImplicitSplitConfig
+from fedrec.attacks.poisoning import MODEL_ATTACKS, PoisoningOptions
 from fedrec.config import check_choice, check_range, option
 from fedrec.errors import ConfigError
-from fedrec.federation.dp_sum import DPOptions
+from fedrec.federation.aggregation import DefenseOptions
+from fedrec.federation.dp_sum import DPOptions, dp_on
 from fedrec.federation.secure_sum import PLAIN_FORMATS, SecureSumOptions
 
 LOSSES = ("bpr", "mse")
@@ -18,11 +20,15 @@ DP_LATENT = ("sums", "estimate", "none")
 
 
 @dataclass
-class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions, DPOptions):
+class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions, DPOptions, PoisoningOptions,
+                    DefenseOptions):
     """FedGRec's options; LightGCN's model settings (embedding 64, 3 layers, L2 1e-4 on the
     layer-0 rows, one uniform negative per positive); the DP aggregate's
     (:class:`~fedrec.federation.dp_sum.DPOptions`: ``dp`` replaces ``secure_aggregation``,
-    whose masking is then ``dp_masking``'s)."""
+    whose masking is then ``dp_masking``'s); a poisoning experiment's
+    (:class:`~fedrec.attacks.poisoning.PoisoningOptions`) and the server's defense of the
+    item-row updates (:class:`~fedrec.federation.aggregation.DefenseOptions`; clear uploads
+    only, :mod:`fedrec.algorithms.methods.fedgrec.defense`)."""
 
     rounds: int = option(300, "rounds; 300 chosen on ML-100K's validation Recall@20, still "
                                    "rising there (docs/fedgrec.md)")
@@ -116,6 +122,15 @@ class FedGRecConfig(ImplicitSplitConfig, SecureSumOptions, DPOptions):
         if self.dp != "none" and self.download != "full":
             raise ConfigError(f"dp={self.dp} needs download: full (with download: rows each "
                               "client names its items to the server in clear)")
+        if self.defense != "none" and (self.secure_aggregation or dp_on(self)):
+            # A server that sees only sums cannot apply a defense; secagg_clip (and under dp
+            # dp_clip) is the one bound of a secure round's upload, and the clients apply it.
+            raise ConfigError(f"defense {self.defense} needs each client's update in clear: "
+                              "FedGRec with secure_aggregation or dp takes defense none "
+                              "(secagg_clip, and dp_clip under dp, bound each upload)")
+        if self.poisoning in MODEL_ATTACKS and self.download != "full":
+            raise ConfigError(f"poisoning {self.poisoning} needs download: full (the attack "
+                              "reads the whole item tables the training request carries)")
         if self.dp != "none" and self.num_layers and not self.refresh_period:
             raise ConfigError(f"dp={self.dp} needs refresh_period > 0 with num_layers > 0 "
                               "(under dp there is no warm-up: the latent tables fill from the "

@@ -13,6 +13,7 @@ import torch
 
 from fedrec.algorithms.base import RANKING_EVALUATION, ServerLogic
 from fedrec.algorithms.methods.fedgrec.config import FedGRecConfig
+from fedrec.algorithms.methods.fedgrec.defense import defended_sum
 from fedrec.algorithms.methods.fedgrec.dp import DPBudget, DPLayout, dp_tables
 from fedrec.algorithms.methods.fedgrec.steps import (
     EVALUATE,
@@ -59,6 +60,9 @@ class FedGRecServer(ServerLogic):
         self.dp = DPAggregate(cfg, num_clients, self.layout.size) if dp_on(cfg) else None
         if self.dp is not None:
             self.warm = True  # under dp the tables fill from the rounds (no warm-up)
+        # Krum's f against the planned cohort, before the first round.
+        cfg.check_defense(secure=cfg.secure_aggregation or self.dp is not None,
+                          cohort=cohort_size(cfg.clients_per_round, num_clients))
 
     # -- what is sent -------------------------------------------------------------------------
     def tables(self) -> Payload:
@@ -143,8 +147,14 @@ class FedGRecServer(ServerLogic):
             return rt.call(TRAIN_ROWS, requests)
 
         size = 1 + n_items * (d + 1) + (k * n_items * d if refresh else 0)
-        total, clients = self.sum_uploads(rt, selected, send, size,
-                                          TRAIN if full is not None else TRAIN_ROWS)
+        step_name = TRAIN if full is not None else TRAIN_ROWS
+        if cfg.defense == "none":
+            total, clients = self.sum_uploads(rt, selected, send, size, step_name)
+        else:  # plain uploads only (FedGRecConfig.validate): each decoded on its own
+            total, clients = defended_sum(
+                rt, selected, send, cfg.sum_config(size, len(selected)), step=step_name,
+                part=cfg.plain_sum_part, num_items=n_items, dim=d, defense=cfg.defense,
+                params=cfg.defense_params())
         total_t = torch.from_numpy(total)
         loss = float(total_t[0]) / max(clients, 1)
         delta = total_t[1: 1 + n_items * d].reshape(n_items, d)
@@ -188,7 +198,8 @@ class FedGRecServer(ServerLogic):
 
     # -- evaluation, checkpoints, report ------------------------------------------------------
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
-        replies = rt.broadcast(EVALUATE, rt.client_ids, eval_request(self.tables(), split),
+        request = eval_request(self.tables(), split, self.exposure_targets)
+        replies = rt.broadcast(EVALUATE, rt.client_ids, request,
                                sender=evaluation_sender(self.cfg))
         return reduce_client_metrics(replies.values(), explicit=False)
 
