@@ -72,12 +72,14 @@ class FedGNNClient(SecureSumSteps, PartyLogic):
     def train(self, ctxs: Sequence[PartyContext], payload: Payload) -> list[Any]:
         return self.send(ctxs, self._train(ctxs, payload), payload)
 
-    def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Any], payload: Payload
-             ) -> list[Any]:
+    def send(self, ctxs: Sequence[PartyContext], uploads: Sequence[Any], payload: Payload,
+             clip: bool = True) -> list[Any]:
         """The messages that carry ``uploads`` (:meth:`protect`'s, one per client) in this
-        run's mode: as they are, or into the DP aggregate or the secure sum."""
+        run's mode: as they are, or into the DP aggregate or the secure sum (``clip`` False:
+        the DP aggregate's clip skipped, as a malicious client may)."""
         if self.dp is not None:  # one clipped (and noised) dense vector per client
-            return [self.dp.upload(c, x, payload) for c, x in zip(ctxs, uploads, strict=True)]
+            return [self.dp.upload(c, x, payload, clip=clip)
+                    for c, x in zip(ctxs, uploads, strict=True)]
         if self.cfg.item_privacy == "secure_sum":  # the step ends with the keys, not x
             return [self.secure.advertise(c, x, payload)
                     for c, x in zip(ctxs, uploads, strict=True)]

@@ -68,7 +68,8 @@ class FedGNNItemTable(ItemTableAdapter):
         return out
 
     def upload(self, ctx: PartyContext, payload: Payload, ids: torch.Tensor,
-               grad_q: torch.Tensor, grad_b: torch.Tensor | None) -> Outgoing:
+               grad_q: torch.Tensor, grad_b: torch.Tensor | None, clip: bool = True
+               ) -> Outgoing:
         client = self.client
         g_model, loss = self.own.pop(ctx.party)
         rows = grad_q.float()
@@ -83,7 +84,7 @@ class FedGNNItemTable(ItemTableAdapter):
             x = {"items": ids, "grad_items": rows, "grad_model": g_model}
             if loss is not None:
                 x["loss"] = loss
-        return client.send([ctx], [x], payload)[0]
+        return client.send([ctx], [x], payload, clip=clip)[0]
 
 
 def fedgnn_item_table(client: FedGNNClient) -> FedGNNItemTable:

@@ -312,19 +312,21 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
                           segments(rows.counts))
 
     def client_upload(self, ctx: PartyContext, request: Payload, local: LocalRound, i: int,
-                      items: tuple[torch.Tensor, torch.Tensor] | None = None) -> Payload:
+                      items: tuple[torch.Tensor, torch.Tensor] | None = None,
+                      clip: bool = True) -> Payload:
         """Step 4 for the cohort's client ``i`` of ``local``: the dense upload ``[loss | delta
         e_t^0 | rows trained | latent deltas]`` built from its rows (under ``dp``,
         :meth:`dp_upload`'s vector), sent in the run's mode. ``items``: ``(rows, their
         change)`` sent as its item-row block instead of what it trained (a malicious client's,
-        :mod:`fedrec.algorithms.methods.fedgrec.poisoning`); every other block is its own."""
+        :mod:`fedrec.algorithms.methods.fedgrec.poisoning`); every other block is its own.
+        ``clip`` False: the DP aggregate's clip skipped, as a malicious client may."""
         cfg, n_items = self.cfg, self.num_items
         k_layers, d = cfg.num_layers, cfg.dim
         mine, delta = items if items is not None else local.item_rows(i)
         rseg = local.row_segs[i]
         if self.dp is not None:
             return self.dp_upload(ctx, request, local.refresh, mine, delta,
-                                  local.rows.items[rseg].cpu())
+                                  local.rows.items[rseg].cpu(), clip=clip)
         at = [np.zeros(1, dtype=np.int64), row_positions(mine, d, 1),
               1 + n_items * d + mine.numpy()]
         values = [np.array([float(local.client_loss[i])]), delta.numpy().ravel(),
@@ -345,7 +347,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
 
     def dp_upload(self, ctx: PartyContext, request: Payload, refresh: bool,
                   trained: torch.Tensor, delta_rows: torch.Tensor,
-                  items: torch.Tensor) -> Payload:
+                  items: torch.Tensor, clip: bool = True) -> Payload:
         """Under ``dp``: Step 4's one vector ``[delta e_t^0 | degree change | latent change]``
         (:mod:`fedrec.algorithms.methods.fedgrec.dp`; no degree block with ``dp_degree``, the
         whole latent contribution with ``dp_latent: estimate``, none with ``none``), bounded
@@ -373,7 +375,7 @@ class FedGRecClient(SecureSumSteps, PartyLogic):
             SparseUpload(lay.size, np.concatenate(at), np.concatenate(values)).dense(), lay)
         f_degree = f_head if lay.degrees is not None else 0.0
         ctx.state[PENDING] = recorded(ctx.state, f_degree, f_latent, change, whole)
-        out = self.dp.upload(ctx, x, request)
+        out = self.dp.upload(ctx, x, request, clip=clip)
         if not self.dp.masked:  # a plain upload is in the sum once sent
             commit(ctx.state)
         return out

@@ -59,10 +59,11 @@ class FedGRecItemTable(ItemTableAdapter):
         return out
 
     def upload(self, ctx: PartyContext, payload: Payload, ids: torch.Tensor,
-               grad_q: torch.Tensor, grad_b: torch.Tensor | None) -> Outgoing:
+               grad_q: torch.Tensor, grad_b: torch.Tensor | None, clip: bool = True
+               ) -> Outgoing:
         local, i = self.rounds.pop(ctx.party)
         rows = (ids.detach().cpu().long(), -grad_q.detach().cpu().double())
-        return self.client.client_upload(ctx, payload, local, i, rows)
+        return self.client.client_upload(ctx, payload, local, i, rows, clip=clip)
 
 
 def fedgrec_item_table(client: FedGRecClient) -> FedGRecItemTable:
