@@ -102,6 +102,14 @@ TARGETS = (
         "krum": {"defense": "krum", "defense_f": 10},
         "item_trimmed_mean": {"defense": "item_trimmed_mean", "defense_beta": 0.1},
     }, common={"rounds": 160, "eval_every": 160}),
+    # FedGRec on a third of its packaged ML-100K schedule (100 of 300 rounds), its uploads
+    # plain (sparse: the same sum), so that a defense sees each one; evaluated at the end.
+    Target("fedgrec", ("ml-100k",), "Recall@20", False, {
+        "none": {},
+        "krum": {"defense": "krum", "defense_f": 10},
+        "item_trimmed_mean": {"defense": "item_trimmed_mean", "defense_beta": 0.1},
+    }, common={"rounds": 100, "eval_every": 100, "secure_aggregation": False,
+               "plain_upload": "sparse"}),
     # PTF-FedRec's own defense: a per-item trimmed aggregate of the uploaded scores (its
     # server trains on predictions, not summed updates). Exposure: the clients' models.
     Target("ptf-fedrec", ("ml-100k",), "Recall@20", False, {
