@@ -165,3 +165,33 @@ def load_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = node.load_sliced
     monkeypatch.setattr(node, "load_sliced", load_sliced)
+
+
+class Delivered(list):
+    """The messages a runtime delivered, in order (:func:`observed_trainer`)."""
+
+    def uploads(self, step: str = "train") -> dict:
+        """``{sender: message}`` of the messages of ``step`` that reached the server."""
+        return {m.sender: m for m in self if m.receiver == "server" and m.step == step}
+
+
+@pytest.fixture
+def observed_trainer():
+    """A factory of simulator trainers that record what they deliver: ``(algorithm, ds,
+    **overrides)`` gives ``(trainer, delivered)``: the trainer of ``algorithm`` on ``ds`` with
+    its ML-100K config and ``overrides`` (through the spec, so a poisoning experiment gets its
+    malicious clients) under one fixed client secret, and the :class:`Delivered` list every
+    message it delivers is appended to."""
+    from fedrec.algorithms import get_algorithm
+    from fedrec.config import build_config
+    from fedrec.federation.secrets import ClientSecrets
+
+    def make(algorithm: str, ds, **overrides):
+        spec = get_algorithm(algorithm)
+        cfg = build_config(spec.config_cls, algorithm, "ml-100k", overrides=overrides)
+        trainer = spec.trainer(cfg, ds, torch.device("cpu"), ClientSecrets(bytes(range(32))))
+        seen = Delivered()
+        trainer.runtime.observers.append(seen.append)
+        return trainer, seen
+
+    return make

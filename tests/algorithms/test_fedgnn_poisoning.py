@@ -16,7 +16,6 @@ from fedrec.config import build_config
 from fedrec.data import RatingDataset
 from fedrec.errors import ConfigError
 from fedrec.federation import SERVER
-from fedrec.federation.message import Message
 from fedrec.federation.secrets import ClientSecrets
 from fedrec.metrics.exposure import exposure_sums
 from fedrec.models import gnn
@@ -27,20 +26,13 @@ SMALL = {"dim": 8, "clients_per_round": 32, "pseudo_items": 50, "neighbours": 4,
          "expand_after": 0, "rounds": 4}
 
 
-def _trainer(ds: RatingDataset, **overrides: object):
-    cfg = build_config(FedGNNConfig, "fedgnn", "ml-100k", overrides={**SMALL, **overrides})
-    trainer = get_algorithm("fedgnn").trainer(cfg, ds, CPU, SECRETS)
-    seen: list[Message] = []
-    trainer.runtime.observers.append(seen.append)
-    return trainer, seen
+@pytest.fixture
+def trainer_of(observed_trainer):
+    return lambda ds, **overrides: observed_trainer("fedgnn", ds, **{**SMALL, **overrides})
 
 
-def _uploads(seen: list[Message]) -> dict[int, Message]:
-    return {m.sender: m for m in seen if m.receiver == SERVER and m.step == "train"}
-
-
-def test_exposure_ranks_by_fedgnn_predictions(ml100k: RatingDataset) -> None:
-    trainer, _ = _trainer(ml100k, poisoning="random", malicious_fraction=0.0, bias=True)
+def test_exposure_ranks_by_fedgnn_predictions(ml100k: RatingDataset, trainer_of) -> None:
+    trainer, _ = trainer_of(ml100k, poisoning="random", malicious_fraction=0.0, bias=True)
     trainer.train_round(1)
     server, client = trainer.job.server, trainer.job.client_logic.benign
     request = {"model": gnn.flatten(server.params), "items": server.items, "split": "valid",
@@ -63,30 +55,30 @@ def test_exposure_ranks_by_fedgnn_predictions(ml100k: RatingDataset) -> None:
     assert metrics["ER@10"] == 0.0 and np.isfinite(metrics["rmse"])
 
 
-def test_crafted_uploads_promote_the_targets(ml100k: RatingDataset) -> None:
+def test_crafted_uploads_promote_the_targets(ml100k: RatingDataset, trainer_of) -> None:
     runs = {}
     for frac in (0.0, 0.05):
-        trainer, seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=frac)
+        trainer, seen = trainer_of(ml100k, poisoning="crafted", malicious_fraction=frac)
         for r in range(1, 3):
             trainer.train_round(r)
         runs[frac] = trainer, seen
     bad, seen = runs[0.05]
-    fakes = [u for u in _uploads(seen) if u >= ml100k.num_users]
+    fakes = [u for u in seen.uploads() if u >= ml100k.num_users]
     assert fakes
     targets = bad.job.server.exposure_targets
     for f in fakes:  # the crafted rows of the targets only, with the profile's model gradient
-        msg = _uploads(seen)[f].payload
+        msg = seen.uploads()[f].payload
         assert msg["items"].tolist() == targets.tolist()
         assert msg["grad_model"].shape == gnn.flatten(bad.job.server.params).shape
     clean = runs[0.0][0].evaluate("valid")["ER@10"]
     assert bad.evaluate("valid")["ER@10"] > clean + 0.5
 
 
-def test_untargeted_uploads_are_scaled_negated_updates(ml100k: RatingDataset) -> None:
-    trainer, seen = _trainer(ml100k, poisoning="untargeted", malicious_fraction=0.05,
+def test_untargeted_uploads_are_scaled_negated_updates(ml100k: RatingDataset, trainer_of) -> None:
+    trainer, seen = trainer_of(ml100k, poisoning="untargeted", malicious_fraction=0.05,
                              poisoning_scale=3.0, clients_per_round=200)
     trainer.train_round(1)
-    ups = _uploads(seen)
+    ups = seen.uploads()
     fakes = [u for u in ups if u >= ml100k.num_users]
     norms = [float(ups[f].payload["grad_items"].norm()) for f in fakes]
     assert len(fakes) > 1
@@ -99,9 +91,10 @@ def test_untargeted_uploads_are_scaled_negated_updates(ml100k: RatingDataset) ->
 @pytest.mark.parametrize("mode", [{"item_privacy": "secure_sum", "clients_per_round": 16},
                                   {"dp": "distributed", "noise_multiplier": 1.0,
                                    "clients_per_round": 40}])
-def test_model_attacks_speak_the_secure_modes(ml100k: RatingDataset, mode: dict) -> None:
+def test_model_attacks_speak_the_secure_modes(ml100k: RatingDataset, mode: dict,
+                                              trainer_of) -> None:
     # Half as many attackers as users: a third of each cohort.
-    trainer, seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.5, **mode)
+    trainer, seen = trainer_of(ml100k, poisoning="crafted", malicious_fraction=0.5, **mode)
     trainer.train_round(1)
     assert any(m.sender >= ml100k.num_users for m in seen
                if m.receiver == SERVER and isinstance(m.sender, int))
@@ -126,10 +119,10 @@ def test_defended_sums_judge_each_whole_upload() -> None:
     torch.testing.assert_close(g_items[[1, 4]], u["grad_items"] * factor)
 
 
-def test_a_defense_holds_the_crafted_attack_back(ml100k: RatingDataset) -> None:
+def test_a_defense_holds_the_crafted_attack_back(ml100k: RatingDataset, trainer_of) -> None:
     er = {}
     for defense in ("none", "item_median"):
-        trainer, _ = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.05,
+        trainer, _ = trainer_of(ml100k, poisoning="crafted", malicious_fraction=0.05,
                               defense=defense)
         trainer.train_round(1)
         er[defense] = trainer.evaluate("valid")["ER@10"]

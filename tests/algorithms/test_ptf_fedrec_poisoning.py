@@ -6,15 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedrec.algorithms import get_algorithm
 from fedrec.algorithms.methods.ptf_fedrec import PTFFedRecConfig
 from fedrec.algorithms.methods.ptf_fedrec.robust import item_trim_mask
 from fedrec.attacks.poisoning.population import item_popularity
 from fedrec.attacks.poisoning.predictions import MIMIC_POPULAR
 from fedrec.config import build_config
 from fedrec.errors import ConfigError
-from fedrec.federation import SERVER
-from fedrec.federation.message import Message
 from fedrec.federation.secrets import ClientSecrets
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -25,24 +22,17 @@ SECRETS = ClientSecrets(bytes(range(32)))
 SMALL = {"rounds": 1, "local_epochs": 1, "server_epochs": 1, "attack": False}
 
 
-def _trainer(ds, **overrides: object):
-    cfg = build_config(PTFFedRecConfig, "ptf-fedrec", "ml-100k",
-                       overrides={**SMALL, **overrides})
-    trainer = get_algorithm("ptf-fedrec").trainer(cfg, ds, CPU, SECRETS)
-    seen: list[Message] = []
-    trainer.runtime.observers.append(seen.append)
-    return trainer, seen
+@pytest.fixture
+def trainer_of(observed_trainer):
+    return lambda ds, **overrides: observed_trainer("ptf-fedrec", ds, **{**SMALL, **overrides})
 
 
-def _uploads(seen: list[Message]) -> dict[int, dict]:
-    return {m.sender: m.payload for m in seen if m.receiver == SERVER and m.step == "train"}
-
-
-def test_crafted_predictions_promote_the_targets_and_exposure_is_measured(ml100k) -> None:
-    trainer, seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.01)
+def test_crafted_predictions_promote_the_targets_and_exposure_is_measured(
+        ml100k, trainer_of) -> None:
+    trainer, seen = trainer_of(ml100k, poisoning="crafted", malicious_fraction=0.01)
     trainer.train_round(1)
     fakes = set(range(ml100k.num_users, ml100k.num_users + 9))
-    ups = _uploads(seen)
+    ups = {c: m.payload for c, m in seen.uploads().items()}
     assert fakes <= set(ups)
     targets = trainer.job.server.exposure_targets
     popularity = torch.as_tensor(item_popularity(ml100k.train, ml100k.num_items))
@@ -64,10 +54,10 @@ def test_crafted_predictions_promote_the_targets_and_exposure_is_measured(ml100k
     assert not any(m.sender in fakes for m in seen if m.step == "evaluate")
 
 
-def test_untargeted_predictions_invert_the_own_scores(ml100k) -> None:
-    trainer, seen = _trainer(ml100k, poisoning="untargeted", malicious_fraction=0.005)
+def test_untargeted_predictions_invert_the_own_scores(ml100k, trainer_of) -> None:
+    trainer, seen = trainer_of(ml100k, poisoning="untargeted", malicious_fraction=0.005)
     trainer.train_round(1)
-    ups = _uploads(seen)
+    ups = {c: m.payload for c, m in seen.uploads().items()}
     fakes = [c for c in ups if c >= ml100k.num_users]
     assert fakes
     for f in fakes:
@@ -85,13 +75,13 @@ def test_item_trim_mask_drops_each_items_extremes() -> None:
     assert item_trim_mask(items, scores, 0.0).all()
 
 
-def test_item_trimmed_server_trains_on_the_kept_scores(ml100k) -> None:
-    trainer, seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.05,
+def test_item_trimmed_server_trains_on_the_kept_scores(ml100k, trainer_of) -> None:
+    trainer, seen = trainer_of(ml100k, poisoning="crafted", malicious_fraction=0.05,
                              score_defense="item_trimmed", score_trim=0.2)
     stats = trainer.train_round(1)
     assert stats["trimmed_scores"] > 0
     server = trainer.job.server
-    ups = _uploads(seen)
+    ups = {c: m.payload for c, m in seen.uploads().items()}
     stored = sum(len(it) for it, _ in server.uploads.values())
     sent = sum(len(u["items"]) for u in ups.values())
     assert stored == sent - stats["trimmed_scores"]

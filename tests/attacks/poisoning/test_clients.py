@@ -13,35 +13,23 @@ from fedrec.config import build_config
 from fedrec.data import RatingDataset
 from fedrec.engines.flower.deploy import check_flower_job
 from fedrec.errors import ConfigError
-from fedrec.federation import SERVER
-from fedrec.federation.message import Message
-from fedrec.federation.secrets import ClientSecrets
 
-CPU = torch.device("cpu")
-SECRETS = ClientSecrets(bytes(range(32)))
 SMALL = {"dim": 8, "rounds": 5}
 
 
-def _trainer(ds: RatingDataset, **overrides: object):
-    cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={**SMALL, **overrides})
-    trainer = get_algorithm("fcf").trainer(cfg, ds, CPU, SECRETS)
-    seen: list[Message] = []
-    trainer.runtime.observers.append(seen.append)
-    return trainer, seen
-
-
-def _uploads(seen: list[Message]) -> dict[int, Message]:
-    return {m.sender: m for m in seen if m.receiver == SERVER and m.step == "train"}
+@pytest.fixture
+def fcf(observed_trainer):
+    return lambda ds, **overrides: observed_trainer("fcf", ds, **{**SMALL, **overrides})
 
 
 def test_malicious_clients_are_metered_parties_outside_the_metrics(
-        ml100k: RatingDataset) -> None:
-    clean, clean_seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.0)
-    bad, bad_seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.01)
+        ml100k: RatingDataset, fcf) -> None:
+    clean, clean_seen = fcf(ml100k, poisoning="crafted", malicious_fraction=0.0)
+    bad, bad_seen = fcf(ml100k, poisoning="crafted", malicious_fraction=0.01)
     clean.train_round(1)
     bad.train_round(1)
     fakes = set(range(ml100k.num_users, ml100k.num_users + 9))
-    clean_up, bad_up = _uploads(clean_seen), _uploads(bad_seen)
+    clean_up, bad_up = clean_seen.uploads(), bad_seen.uploads()
     # Every malicious upload went through the runtime (metered, observed) like a benign one.
     assert set(bad_up) - set(clean_up) == fakes
     assert all(m.nbytes > 0 for m in bad_up.values())
@@ -60,10 +48,10 @@ def test_malicious_clients_are_metered_parties_outside_the_metrics(
 
 
 def test_crafted_updates_raise_the_targets_and_untargeted_ones_are_negated(
-        ml100k: RatingDataset) -> None:
+        ml100k: RatingDataset, fcf) -> None:
     runs = {}
     for frac in (0.0, 0.05):
-        trainer, seen = _trainer(ml100k, poisoning="crafted", malicious_fraction=frac,
+        trainer, seen = fcf(ml100k, poisoning="crafted", malicious_fraction=frac,
                                  lr=0.05)
         for r in range(1, 6):
             trainer.train_round(r)
@@ -72,31 +60,32 @@ def test_crafted_updates_raise_the_targets_and_untargeted_ones_are_negated(
     bias = {f: float(t.job.server.b_i.detach()[targets].mean()) for f, t in runs.items()}
     assert bias[0.05] > bias[0.0] + 0.1, bias  # Adam moves a row <= lr a round: 5 x 0.05
 
-    trainer, seen = _trainer(ml100k, poisoning="untargeted", malicious_fraction=0.01,
-                             poisoning_scale=3.0)
+    trainer, seen = fcf(ml100k, poisoning="untargeted", malicious_fraction=0.01,
+                        poisoning_scale=3.0)
     trainer.train_round(1)
-    fakes = [u for u in _uploads(seen) if u >= ml100k.num_users]
-    norms = [float(torch.cat([_uploads(seen)[f].payload["grad_q"].ravel(),
-                              _uploads(seen)[f].payload["grad_b"]]).norm()) for f in fakes]
-    # Each negated update has norm 3 x the median of the attackers' own benign norms.
+    uploads = seen.uploads()
+    fakes = [u for u in uploads if u >= ml100k.num_users]
+    norms = [float(torch.cat([uploads[f].payload["grad_q"].ravel(),
+                              uploads[f].payload["grad_b"]]).norm()) for f in fakes]
+    # Every negated update is scaled to one norm: 3 x the median of the attackers' own.
     np.testing.assert_allclose(norms, norms[0], rtol=1e-5)
 
 
-def test_defenses_refused_where_they_cannot_work(ml100k: RatingDataset) -> None:
+def test_defenses_refused_where_they_cannot_work(ml100k: RatingDataset, fcf) -> None:
     with pytest.raises(ConfigError, match="needs each client's update in clear"):
         build_config(FCFConfig, "fcf", "ml-100k",
                      overrides={"secure_aggregation": True, "defense": "median"})
     cfg = build_config(FCFConfig, "fcf", "ml-100k",
                        overrides={"clients_per_round": 20, "defense": "krum", "defense_f": 9})
     with pytest.raises(ConfigError, match="Krum with f=9 needs more than"):
-        get_algorithm("fcf").trainer(cfg, ml100k, CPU, SECRETS)
+        get_algorithm("fcf").trainer(cfg, ml100k, torch.device("cpu"))
     cfg = build_config(FCFConfig, "fcf", "ml-100k", overrides={"poisoning": "random"})
     with pytest.raises(ConfigError, match="simulator only"):
         check_flower_job("fcf", get_algorithm("fcf"), cfg)
 
 
-def test_a_defended_round_runs(ml100k: RatingDataset) -> None:
-    trainer, _ = _trainer(ml100k, poisoning="crafted", malicious_fraction=0.01,
+def test_a_defended_round_runs(ml100k: RatingDataset, fcf) -> None:
+    trainer, _ = fcf(ml100k, poisoning="crafted", malicious_fraction=0.01,
                           defense="item_median")
     trainer.train_round(1)
     assert np.isfinite(trainer.evaluate("valid")["rmse"])
