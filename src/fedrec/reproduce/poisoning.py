@@ -44,8 +44,10 @@ FRACTIONS = (0.001, 0.01, 0.05)
 #: The fraction every defense is measured at (issue 40's figure: 1% attackers).
 DEFENDED_FRACTION = 0.01
 #: The secure rows' attackers that do not clip: their update's norm in multiples of their own
-#: benign update's (the default scale overflows the DP sum's ring: the round aborts).
-UNCLIPPED_SCALE = 1.0
+#: benign update's (unclipped, about a hundred times FCF's dp_clip). At the grid's own scale,
+#: and at 1, the decoded sum overflows the ring and the round aborts (the run's failed.json
+#: says so); an attacker that wants the round to go through stays under the bound.
+UNCLIPPED_SCALE = 0.3
 #: The secure rows: (key, overrides over the secure mode).
 SECURE_ROWS = (
     ("clean", {"poisoning": "crafted", "malicious_fraction": 0.0}),
@@ -83,7 +85,7 @@ class Target:
 TARGETS = (
     # FCF's norm bound: about the median L2 norm of a benign upload on ML-100K (between 14 and
     # 17 over rounds 1-30 of the default run, measured with a runtime observer).
-    Target("fcf", ("ml-100k",), "rmse", True, {
+    Target("fcf", ("ml-100k", "douban"), "rmse", True, {
         "none": {},
         "norm_bound": {"defense": "norm_bound", "defense_bound": 15.0},
         "krum": {"defense": "krum", "defense_f": 10},
