@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import torch
 
@@ -88,11 +89,7 @@ class ModelPoisoning(ClientAttack, ABC):
             benign: PartyLogic) -> list[Outgoing]:
         if step != self.adapter.train_step:
             return super().act(step, ctxs, payloads, benign)
-        # A broadcast is one payload for the whole cohort: its benign updates in one call.
-        if all(p is payloads[0] for p in payloads):
-            own = self.adapter.benign(ctxs, payloads[0])
-        else:
-            own = [self.adapter.benign([c], p)[0] for c, p in zip(ctxs, payloads, strict=True)]
+        own = own_uploads(self.adapter, ctxs, payloads)
         norms = torch.stack([_norm(gq, gb) for _, gq, gb in own])
         target_norm = self.scale * float(norms.median())
         out = []
@@ -110,6 +107,15 @@ class ModelPoisoning(ClientAttack, ABC):
         """Each malicious client's crafted ``(ids, q-row gradients, b gradients)`` (any norm:
         :meth:`act` scales it), given its request and its own benign update. The malicious
         clients collude (one attacker's accounts): they may share what they compute."""
+
+
+def own_uploads(adapter: ItemTableAdapter | Any, ctxs: Sequence[PartyContext],
+                payloads: Sequence[Payload]) -> list[Any]:
+    """What each malicious client's own code would upload (``adapter.benign``): a broadcast
+    (one payload for the whole cohort) in one call, other requests one client at a time."""
+    if all(p is payloads[0] for p in payloads):
+        return adapter.benign(ctxs, payloads[0])
+    return [adapter.benign([c], p)[0] for c, p in zip(ctxs, payloads, strict=True)]
 
 
 def _norm(grad_q: torch.Tensor, grad_b: torch.Tensor | None) -> torch.Tensor:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import torch
 
-from fedrec.attacks.poisoning.clients import ClientAttack
+from fedrec.attacks.poisoning.clients import ClientAttack, own_uploads
 from fedrec.core.codec import Payload
 from fedrec.federation.runtime import Outgoing, PartyContext, PartyLogic
 
@@ -70,10 +70,7 @@ class PoisonedPredictions(ClientAttack, ABC):
             benign: PartyLogic) -> list[Outgoing]:
         if step != self.adapter.train_step:
             return super().act(step, ctxs, payloads, benign)
-        if all(p is payloads[0] for p in payloads):  # a broadcast: one call for the cohort
-            own = self.adapter.benign(ctxs, payloads[0])
-        else:
-            own = [self.adapter.benign([c], p)[0] for c, p in zip(ctxs, payloads, strict=True)]
+        own = own_uploads(self.adapter, ctxs, payloads)
         return [self.adapter.upload(ctx, payload, items, scores)
                 for ctx, payload, (items, scores) in zip(ctxs, payloads, self.craft(own),
                                                           strict=True)]
