@@ -28,8 +28,9 @@ in it: exactly what the server holds after each round) and keeps it. Cases:
   cohort: the support intersection of the noised item-update sums.
 
 Models are small (``dim`` 8) and evaluation is skipped: what the attacks use does not depend on
-accuracy. Each case writes ``<out>/<case>.json``; ``--report`` writes ``<out>/README.md`` from
-them.
+accuracy. Each case writes ``<out>/<case>.json``; into the checkout's results/privacy-attacks,
+the page ``README.md`` is written again from them (``fedrec pages results/privacy-attacks``
+does the same, running nothing; ``--report`` runs no case).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.federation import secure_sum
 from fedrec.federation.secrets import ClientSecrets
+from fedrec.reproduce.bench_pages import write_bench_page
 
 #: FedGRec's item-only DP settings (its ``dp`` preset, ``src/fedrec/configs/fedgrec.yaml``): no
 #: latent release and a public degree, so the item-update block is all a round's sum carries.
@@ -81,6 +83,9 @@ CASES: dict[str, tuple[str, dict[str, Any], str]] = {
     "fedgrec-dp": ("fedgrec", {"dp": "distributed", "target_epsilon": 10.0, "num_layers": 1,
                                "clients_per_round": 100, **FEDGREC_DP_ITEM_ONLY}, "support"),
 }
+
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Keeper:
@@ -241,35 +246,14 @@ def score(keeper: Keeper, kind: str, truth: np.ndarray, rnd: int) -> dict[str, A
             "popularity_f1": f1_against(popular, truth, seen), "clients_scored": len(seen)}
 
 
-def report(out: Path) -> str:
-    lines = ["# Differencing attacks on a run's aggregates (ML-100K)", "",
-             "Made by `python bench/bench_aggregate_attacks.py` (module docstring: the cases "
-             "and the command). Mean per-client F1 of the guessed rated items beside the F1 of "
-             "a random guess of the same size (chance); clients scored: those in at least one "
-             "sum. Popularity: every client guessed the k most-rated items (k its own count, "
-             "granted as to the attack): what aggregate statistics alone give, which DP allows.",
-             "",
-             "| case | attack | server-side epsilon (whole run) | round | attack F1 | chance F1 | "
-             "popularity F1 |",
-             "|---|---|---|---|---|---|---|"]
-    for f in sorted(out.glob("*.json")):
-        d = json.loads(f.read_text())
-        eps = d["epsilon_server"]
-        for row in d["rows"]:
-            lines.append(f"| {d['case']} | {d['attack']} | "
-                         f"{'none' if eps is None else f'{eps:.3g}'} | {row['round']} | "
-                         f"{row['attack_f1']:.3f} | {row['chance_f1']:.3f} | "
-                         f"{row['popularity_f1']:.3f} |")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--rounds", type=int, default=160)
     ap.add_argument("--at", type=int, nargs="+", default=[40, 80, 160])
     ap.add_argument("--out", default="results/privacy-attacks")
-    ap.add_argument("--report", action="store_true", help="only write README.md from the JSON")
+    ap.add_argument("--report", action="store_true",
+                    help="run no case: only write the page from the JSON")
     args = ap.parse_args()
     torch.set_num_threads(1)
     out = Path(args.out)
@@ -279,7 +263,8 @@ def main() -> None:
         for name in args.cases:
             result = run_case(name, args.rounds, sorted(set(args.at)), data_dir)
             (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "README.md").write_text(report(out))
+    if out.resolve() == (ROOT / "results" / "privacy-attacks").resolve():
+        print(f"page: {write_bench_page('results/privacy-attacks', ROOT)}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from fedrec.privacy.audit import audit_aggregate
+from fedrec.reproduce.bench_pages import write_bench_page
+
+ROOT = Path(__file__).resolve().parent.parent
 
 AUDIT = {"canaries": 1000, "dim": 20000, "clip": 1.0, "ks": (50, 100, 250)}
 CONFIGS = [("distributed", 1.0, 1, 1.0), ("distributed", 2.0, 1, 1.0),
@@ -44,24 +47,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "audit.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = ["# One-run audit of the DP aggregate", "",
-             "Made by `OMP_NUM_THREADS=1 python bench/bench_dp_audit.py` (its docstring: the "
-             "canaries and guesses). Server-side accounted epsilon (delta 1e-5) beside the "
-             "audited lower bound (95% confidence) with the mechanism on and with its noise "
-             "removed. 'sized for' is the fraction of the canaries the distributed noise "
-             "assumes survive (0.6: the noise of a sum that may lose 40%; all survive here, so "
-             "the sum carries more noise than accounted at the threshold, and the accounting "
-             "uses the survivors).", "",
-             "| mechanism | z | rounds | sized for | accounted | audited | audited, no noise |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['mechanism']} | {r['noise_multiplier']:g} | {r['rounds']} | "
-                     f"{r['noise_sized_for']:g} | {r['accounted_epsilon']:.3f} | "
-                     f"{r['audited_lower_bound']:.3f} | {r['audited_without_noise']:.3f} |")
-    lines += ["", "With the noise removed every guess is right, and the last column is the "
-              "most this audit (1000 canaries, 500 guesses at most) can certify: a mutation is "
-              "caught where the accounted epsilon lies below it."]
-    (out / "README.md").write_text("\n".join(lines) + "\n")
+    if out.resolve() == (ROOT / "results" / "dp-audit").resolve():
+        print(f"page: {write_bench_page('results/dp-audit', ROOT)}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ observes the server's inbox and guesses each uploading client's rated items (thr
 guess rules in its module). Prints one markdown row per (M, LDP, scored round): the RMSE after
 that round, the mean number of rows each client uploaded, the best rule's mean precision /
 recall / F1 over the round's uploads, and the F1 of each rule (``random`` is the chance level;
-``all`` guesses every uploaded id).
+``all`` guesses every uploaded id). With ``--json results/fedgnn-leakage.json`` the page
+``results/fedgnn-leakage.md`` is written from it (as ``fedrec pages results/fedgnn-leakage``).
 
 The attack needs only uploads, not a trained model, so a few rounds suffice; rounds are scored
 at 1 (untrained model: real rows bunch at a few rating levels) and after some training (the
@@ -43,7 +44,9 @@ from fedrec.attacks.rated_items import GUESS_RULES
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.errors import ProtocolError
+from fedrec.reproduce.bench_pages import write_bench_page
 
+ROOT = Path(__file__).resolve().parent.parent
 PRIVACY = {"on": {"clip": 0.1, "laplace": 0.2}, "off": {"clip": 0.0, "laplace": 0.0}}
 
 
@@ -131,6 +134,8 @@ def main() -> None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                          "results": results}, indent=2))
+        if args.json.resolve() == (ROOT / "results" / "fedgnn-leakage.json").resolve():
+            print(f"page: {write_bench_page('results/fedgnn-leakage', ROOT)}")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ row-consistency attacks after 1, 2, 5, 10, ... uploads of that client and over a
 (threat model in its module). Uploads per client = rounds x clients per round / users, so a
 slice of the users (``--max-users``: users 0..n-1, every item kept) gives many uploads per
 client in few rounds. Prints, per (mode, privacy), the test RMSE after the last round (on the
-sliced users) and one markdown row per upload count with each attack's mean F1 over clients;
-writes the same to ``OUT.md`` and ``OUT.json`` with the command.
+sliced users); writes ``OUT.json`` with the command, that RMSE and, per upload count, each
+attack's mean F1 over clients. With ``--out results/fedgnn-leakage-rounds`` the page
+``results/fedgnn-leakage-rounds.md`` is written from it (as ``fedrec pages
+results/fedgnn-leakage-rounds``, which runs nothing).
 
 Cost: one round of 128 clients on all of ML-100K takes ~1 s on one core (``--threads 1``, idle
 machine), so the issue's 160 x 128 schedule (~22 uploads per client) is ~3 minutes per setting
@@ -44,7 +46,9 @@ from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.engines.common import slice_users
 from fedrec.errors import FedrecError
+from fedrec.reproduce.bench_pages import write_bench_page
 
+ROOT = Path(__file__).resolve().parent.parent
 PRIVACY = {"on": {"clip": 0.1, "laplace": 0.2}, "off": {"clip": 0.1, "laplace": 0.0}}
 
 
@@ -67,20 +71,6 @@ def run(ds, dataset: str, mode: str, ldp: str, rounds: int, clients_per_round: i
     return {"mode": mode, "ldp": ldp, "rounds": rounds, "rmse": rmse,
             "seconds": time.perf_counter() - t0, "attacks": attack.attacks,
             "table": attack.summary()}
-
-
-def markdown(res: dict) -> list[str]:
-    # k estimated = k granted whenever no client is short of unrated items: one such column.
-    cols = [c for c in res["attacks"] if not c.endswith("_kest") or c == "consistency_ratio_kest"]
-    lines = [f"### pseudo_set={res['mode']}, LDP {res['ldp']}: RMSE {res['rmse']:.4f} after "
-             f"{res['rounds']} rounds ({res['seconds']:.0f} s)", "",
-             "| uploads | clients | chance | " + " | ".join(cols) + " |",
-             "|---" * (3 + len(cols)) + "|"]
-    for row in res["table"]:
-        label = row["uploads"] if row["uploads"] != "all" else f"all (mean {row['mean_n']:.1f})"
-        lines.append(f"| {label} | {row['clients']:.0f} | {row['chance']:.3f} | "
-                     + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
-    return [*lines, ""]
 
 
 def _fail(why: str) -> None:
@@ -119,14 +109,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     ds = slice_users(load_dataset(args.dataset, args.data_dir), args.max_users or None)
     command = "python bench/bench_fedgnn_leakage_rounds.py " + shlex.join(sys.argv[1:])
-    head = [f"# FedGNN cross-round leakage ({ds.name}, {ds.num_users} users, "
-            f"{args.clients_per_round} per round, {args.rounds} rounds)", "",
-            f"Command: `FEDREC_DATA=/work/shared/datasets {command}`", "",
-            "Mean F1 over clients of each attack after the client's n-th upload (module "
-            "`fedrec.attacks.cross_round`); `chance`: K / upload length; `_kest`: k estimated "
-            "as upload length - M instead of granted.", ""]
-    print("\n".join(head), flush=True)
-    results, body = [], []
+    results = []
     for ldp in ldps:
         for mode in modes:
             try:
@@ -135,15 +118,14 @@ def main() -> None:
             except FedrecError as e:
                 _fail(str(e))
             results.append(res)
-            lines = markdown(res)
-            body += lines
-            print("\n".join(lines), flush=True)
+            print(f"pseudo_set={mode}, LDP {ldp}: RMSE {res['rmse']:.4f}", flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".md").write_text("\n".join(head + body))
         args.out.with_suffix(".json").write_text(json.dumps(
-            {"command": command, "args": {k: str(v) for k, v in vars(args).items()},
-             "results": results}, indent=2))
+            {"command": command, "dataset_name": ds.name, "num_users": ds.num_users,
+             "args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2))
+        if args.out.resolve() == (ROOT / "results" / "fedgnn-leakage-rounds").resolve():
+            print(f"page: {write_bench_page('results/fedgnn-leakage-rounds', ROOT)}")
 
 
 if __name__ == "__main__":

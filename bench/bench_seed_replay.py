@@ -19,8 +19,10 @@ receives, and reports:
 
 The same script runs on any fedrec version (it uses only ``build_*`` and runtime observers): the
 old behaviour is measured by running it on a checkout of commit b43ef81 with this file and
-``src/fedrec/attacks/seed_replay.py`` copied in. ``--json`` keeps one entry per ``--label`` and
-rewrites the markdown table beside it with every label.
+``src/fedrec/attacks/seed_replay.py`` copied in. ``--json`` keeps one entry per ``--label``
+(with the command it ran); into the checkout's ``results/seed-replay.json``, the page
+``results/seed-replay.md`` is written again with every label (as ``fedrec pages
+results/seed-replay``).
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ from fedrec.attacks.seed_replay import (
 from fedrec.config import build_config
 from fedrec.data import load_dataset
 from fedrec.engines.common import slice_users
+from fedrec.reproduce.bench_pages import write_bench_page
 
 CPU = torch.device("cpu")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def fedgnn_rows(ds, rounds: int) -> dict:
@@ -91,23 +95,6 @@ def fedmf_rows(ds) -> dict:
     return {"fedmf_key_rebuilt": bool(replay.rebuilt) and all(replay.rebuilt)}
 
 
-COLUMNS = [("label", "{}"), ("fedgnn_uploads", "{}"), ("fedgnn_f1", "{:.3f}"),
-           ("fedgnn_f1_chance", "{:.3f}"), ("fedgnn_noise_exact", "{:.3f}"),
-           ("fedgnn_expansion_key_derived", "{}"), ("ptf_uploads", "{}"), ("ptf_f1", "{:.3f}"),
-           ("ptf_f1_chance", "{:.3f}"), ("fedmf_key_rebuilt", "{}")]
-
-
-def markdown(entries: dict[str, dict], command: str) -> str:
-    lines = ["Seed replay by a curious server (config + received messages only), ML-100K",
-             f"(`{command}`; per label, the commit it ran on)", "",
-             "| " + " | ".join(c for c, _ in COLUMNS) + " |",
-             "|" + "---|" * len(COLUMNS)]
-    for label, row in entries.items():
-        row = {**row, "label": label}
-        lines.append("| " + " | ".join(f.format(row[c]) for c, f in COLUMNS) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--label", required=True, help="row name (e.g. the commit)")
@@ -120,16 +107,17 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     ds = slice_users(load_dataset("ml-100k", args.data_dir), args.users)
+    cmd = (f"python bench/bench_seed_replay.py --threads {args.threads} --users {args.users}"
+           f" --rounds {args.rounds} --label LABEL" + (f" --json {args.json}" if args.json else ""))
     row = {**fedgnn_rows(ds, args.rounds), **ptf_rows(ds, args.rounds), **fedmf_rows(ds),
-           "wall_s": time.perf_counter() - t0}
+           "wall_s": time.perf_counter() - t0, "command": cmd}
     print(json.dumps(row, indent=1))
     if args.json:
         entries = json.loads(args.json.read_text()) if args.json.is_file() else {}
         entries[args.label] = row
         args.json.write_text(json.dumps(entries, indent=1) + "\n")
-        cmd = (f"python bench/bench_seed_replay.py --threads {args.threads} --users {args.users}"
-               f" --rounds {args.rounds} --label LABEL --json {args.json}")
-        args.json.with_suffix(".md").write_text(markdown(entries, cmd))
+        if args.json.resolve() == (ROOT / "results" / "seed-replay.json").resolve():
+            print(f"page: {write_bench_page('results/seed-replay', ROOT)}")
 
 
 if __name__ == "__main__":

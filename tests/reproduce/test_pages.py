@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
 
 from fedrec.cli.main import main
+from fedrec.reproduce import REPRODUCTIONS
+from fedrec.reproduce.bench_pages import BENCH_PAGES
 from fedrec.reproduce.blocks import DOCS_HEADER
-from fedrec.reproduce.pages import MADE_WITH, MadeWith, stale_pages, write_pages
+from fedrec.reproduce.pages import MADE_WITH, MadeWith, page_names, stale_pages, write_pages
 
 BLOCK = ("<!-- fedrec-generated: fedrec results results/*/results.json --markdown "
          "--metrics rmse -->\n<!-- /fedrec-generated -->\n")
@@ -111,3 +115,82 @@ def test_bad_input_is_one_line(checkout: Path, capsys, case: str, message: str) 
         assert main(["pages", "--root", str(root), *names, *check]) == 2
         err = capsys.readouterr().err
         assert err.startswith("fedrec: error: ") and message in err and err.count("\n") == 1
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _results_copy(tmp_path: Path, *paths: str) -> Path:
+    """A checkout holding only ``paths`` of this repository's committed ``results/``."""
+    root = tmp_path / "repo"
+    for rel in paths:
+        src, dst = REPO / rel, root / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.png"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+    return root
+
+
+def test_a_bench_page_is_written_from_its_json_and_a_typed_figure_is_stale(
+        tmp_path: Path) -> None:
+    """``results/dp-audit`` is written whole from ``audit.json``: the committed page is what
+    the renderer writes, a figure typed into it is stale, and a changed JSON changes the page."""
+    root = _results_copy(tmp_path, "results/dp-audit")
+    assert "results/dp-audit" in page_names(root)
+    assert stale_pages(root, ["results/dp-audit"]) == []
+    page = root / "results/dp-audit/README.md"
+    page.write_text(page.read_text().replace("| 4.753 |", "| 4.700 |", 1))
+    assert stale_pages(root, ["results/dp-audit"]) == ["results/dp-audit/README.md"]
+    audit = json.loads((root / "results/dp-audit/audit.json").read_text())
+    audit[0]["accounted_epsilon"] = 1.25
+    (root / "results/dp-audit/audit.json").write_text(json.dumps(audit))
+    assert write_pages(root, ["results/dp-audit"]) == {
+        "results/dp-audit": ["results/dp-audit/README.md"]}
+    text = page.read_text()
+    assert text.startswith(BENCH_PAGES["results/dp-audit"].header("results/dp-audit"))
+    assert "| distributed | 1 | 1 | 1 | 1.250 |" in text
+
+
+def test_a_table_block_of_a_results_page_is_filled_from_its_runs(tmp_path: Path) -> None:
+    """A hand-written results page with a ``table`` block is ``results/NAME``: its prose is
+    kept, its table read from the runs (mean and sample std over the seeds)."""
+    root = _results_copy(tmp_path, "results/gcn-central-cora-public")
+    page = root / "results/gcn-central-cora-public/README.md"
+    assert stale_pages(root) == []
+    prose = page.read_text().split("<!-- fedrec-generated")[0]
+    page.write_text(prose + "<!-- fedrec-generated: table gcn-seeds "
+                    "results/gcn-central-cora-public -->\n<!-- /fedrec-generated -->\n")
+    assert stale_pages(root) == ["results/gcn-central-cora-public/README.md"]
+    write_pages(root, ["results/gcn-central-cora-public"])
+    text = page.read_text()
+    assert text.startswith(prose)
+    runs = [json.loads((root / f"results/gcn-central-cora-public/seed{s}/results.json")
+                       .read_text()) for s in range(3)]
+    last = [r["final"]["accuracy"] for r in runs]
+    assert f"| 0 | {last[0]:.3f} | {runs[0]['selection']['round']} |" in text
+    assert f"| mean (std) | {statistics.mean(last):.3f} ({statistics.stdev(last):.3f}) |" in text
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("table nope", "a generated `table` block names one of gcn-seeds"),
+    ("table gcn-seeds", "table gcn-seeds: wrong arguments"),
+    ("table gcn-seeds results/none", "results/none: no seed*/results.json"),
+])
+def test_a_bad_table_block_is_one_line(tmp_path: Path, capsys, source: str,
+                                       message: str) -> None:
+    root = _results_copy(tmp_path, "results/gcn-central-cora-public")
+    (root / "results" / "mine.md").write_text(
+        f"# Mine\n\n<!-- fedrec-generated: {source} -->\n<!-- /fedrec-generated -->\n")
+    assert main(["pages", "--root", str(root), "results/mine"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_help_lists_the_pages_from_the_code(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["pages", "--help"])
+    out = "".join(capsys.readouterr().out.split())  # argparse wraps at hyphens
+    for name in [*REPRODUCTIONS, *BENCH_PAGES]:
+        assert name in out

@@ -272,10 +272,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     pages = sub.add_parser("pages", help="write every generated results page again from the "
                            "committed results, running nothing")
+    from fedrec.reproduce.bench_pages import BENCH_PAGES
+
     pages.add_argument("names", nargs="*", metavar="PAGE",
                        help="the pages to write: a reproduction (" + ", ".join(REPRODUCTIONS)
-                       + ") or a docs page with generated blocks (results, benchmarks); "
-                       "default: all")
+                       + "), a bench's page (" + ", ".join(BENCH_PAGES) + "), or a page with "
+                       "generated blocks (docs/NAME.md as NAME, results/NAME.md or "
+                       "results/NAME/README.md as results/NAME); default: all")
     pages.add_argument("--check", action="store_true",
                        help="write into a temporary copy and exit 1 naming each committed file "
                             "that differs (CI); PNGs are not compared")

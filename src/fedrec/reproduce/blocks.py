@@ -11,7 +11,10 @@ so the prose around it stays a person's and every figure inside it is read from 
   checkout) match (:func:`fedrec.reproduce.compare.render`), each run's folder as a path
   relative to the checkout, so that the ``--out`` of its command is the committed one;
 * ``bench FILE.json``: a benchmark's figures (:func:`bench_tables`), under the command the
-  JSON records as ``command``.
+  JSON records as ``command``;
+* ``table NAME ARG...``: a hand-written results page's table (``results/*.md``,
+  ``results/*/README.md``), rendered by :data:`fedrec.reproduce.tables.TABLES` ``[NAME]`` from
+  the committed files its arguments name.
 
 A page with blocks starts with :data:`DOCS_HEADER`, which :func:`fill_blocks` puts there.
 """
@@ -60,8 +63,12 @@ def render_source(source: str, root: Path, page: str) -> str:
         return results_table(words[2:], root, page)
     if len(words) == 2 and words[0] == "bench":
         return bench_tables(root / words[1], words[1])
-    raise ConfigError(f"{page}: a generated block's source is `fedrec results ...` or "
-                      f"`bench FILE.json`, not {source!r}")
+    if words[:1] == ["table"]:
+        from fedrec.reproduce.tables import render_table
+
+        return render_table(words[1:], root, page)
+    raise ConfigError(f"{page}: a generated block's source is `fedrec results ...`, "
+                      f"`bench FILE.json` or `table NAME ARG...`, not {source!r}")
 
 
 def results_table(args: list[str], root: Path, page: str) -> str:

@@ -7,10 +7,15 @@ The pages, by name:
   writes beside them), written by ``fedrec reproduce NAME`` with the options that folder's
   :data:`MADE_WITH` records, and nothing missing run (``run_missing=False``: the report of the
   runs under ``results/NAME/runs/``);
+* each page a bench script measures (:data:`fedrec.reproduce.bench_pages.BENCH_PAGES`:
+  ``results/dp-audit``, ``results/seed-replay``, ...): written whole from the JSON the script
+  committed beside it, by the renderer the script calls too;
 * each page under ``docs/`` with generated blocks (``results`` for ``docs/results.md``,
   ``benchmarks`` for ``docs/benchmarks.md``, ``docs/fedgnn`` for a page named as a
-  reproduction is): its blocks filled from ``results/*/results.json``
-  and ``results/bench_*.json`` (:mod:`fedrec.reproduce.blocks`).
+  reproduction is), and each hand-written results page with them (``results/NAME`` for
+  ``results/NAME.md`` or ``results/NAME/README.md``): its blocks filled from
+  ``results/*/results.json``, ``results/bench_*.json`` and the committed files a ``table``
+  block names (:mod:`fedrec.reproduce.blocks`, :mod:`fedrec.reproduce.tables`).
 
 :func:`stale_pages` regenerates into a temporary copy and names every file that differs from
 the committed one (CI fails on any: a figure typed by hand, or a page made before the code that
@@ -33,6 +38,7 @@ from fedrec.core.files import write_atomic
 from fedrec.errors import ConfigError
 from fedrec.options import RunOptions
 from fedrec.reproduce import REPRODUCTIONS, get_reproduction
+from fedrec.reproduce.bench_pages import BENCH_PAGES
 from fedrec.reproduce.blocks import fill_blocks, has_blocks
 from fedrec.reproduce.runner import RunMissing
 
@@ -111,15 +117,25 @@ def _mtimes(out: Path) -> dict[Path, int]:
 
 
 def page_names(root: Path) -> dict[str, Path]:
-    """Every page of the checkout ``root`` by name: a reproduction's folder that is there, or a
-    docs page with generated blocks (``docs/NAME.md``; named ``docs/NAME`` where ``NAME`` is a
-    reproduction's, e.g. the method page ``docs/fedgnn.md`` beside ``results/fedgnn/``). A
-    checkout without ``results/`` is a ConfigError."""
+    """Every page of the checkout ``root`` by name: a reproduction's folder that is there, a
+    bench page of :data:`BENCH_PAGES` that is there, a results page with generated blocks
+    (``results/NAME.md`` or ``results/NAME/README.md``, named ``results/NAME``), or a docs page
+    with them (``docs/NAME.md``; named ``docs/NAME`` where ``NAME`` is a reproduction's, e.g. the
+    method page ``docs/fedgnn.md`` beside ``results/fedgnn/``). A checkout without ``results/``
+    is a ConfigError."""
     if not (root / "results").is_dir():
         raise ConfigError(f"no results/ folder in {root}: fedrec pages writes the pages of a "
                           f"fedrec checkout (run it there, or give --root)")
     pages = {name: root / "results" / name for name in REPRODUCTIONS
              if (root / "results" / name).is_dir()}
+    pages |= {name: root / page.page for name, page in BENCH_PAGES.items()
+              if (root / page.page).is_file()}
+    for doc in sorted([*(root / "results").glob("*.md"),
+                       *(root / "results").glob("*/README.md")]):
+        name = "results/" + (doc.stem if doc.parent == root / "results" else doc.parent.name)
+        if name not in pages and doc.parent.name not in REPRODUCTIONS \
+                and has_blocks(doc.read_text()):
+            pages[name] = doc
     for doc in sorted((root / "docs").rglob("*.md")):
         if has_blocks(doc.read_text()):
             name = doc.relative_to(root / "docs").with_suffix("").as_posix()
@@ -177,10 +193,13 @@ def _regenerate(name: str, page: Path, root: Path, into: Path,
     if name in REPRODUCTIONS:
         make_report(MadeWith.read(page), into, run_missing=False, data_dir=data_dir,
                     options=options or RunOptions(progress=False))
+        return
+    if name in BENCH_PAGES:
+        text = BENCH_PAGES[name].text(name, root)
     else:
         text = fill_blocks(page.read_text(), root, str(page))
-        if not into.is_file() or into.read_text() != text:
-            write_atomic(into, text, "a generated page")
+    if not into.is_file() or into.read_text() != text:
+        write_atomic(into, text, "a generated page")
 
 
 def _snapshot(path: Path) -> dict[str, bytes]:
