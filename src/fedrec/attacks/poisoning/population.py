@@ -109,7 +109,8 @@ def plan_attack(cfg: PoisoningOptions, dataset: RatingDataset) -> AttackPlan:
         rows = fake_profiles(cfg, malicious, targets, popularity, scale, profile_size)
         feats = dataset.user_features
         if feats is not None:  # a fake user states no feature (all zeros)
-            feats = np.concatenate([feats, np.zeros((count, *feats.shape[1:]), feats.dtype)])
+            feats = np.concatenate([feats[: dataset.num_users],
+                                    np.zeros((count, *feats.shape[1:]), feats.dtype)])
         poisoned = replace(dataset, num_users=dataset.num_users + count,
                            train=Interactions.concat(train, rows), user_features=feats)
     else:
