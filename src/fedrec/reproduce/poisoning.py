@@ -35,9 +35,20 @@ from fedrec.options import RunOptions
 from fedrec.reproduce.report import finish_report, fmt, markdown_table, plot, write_measured
 from fedrec.reproduce.runner import RunMissing, RunSpec, run_all
 
-ATTACKS = ("random", "popular", "crafted", "untargeted")
+#: Each attack of the grid: its label and its options. ``crafted-norm1`` is the crafted attack
+#: scaled to the attackers' own benign norm instead of ten times it: an attacker that knows a
+#: distance-based defense (Krum) is in place and hides among the benign updates (the server's
+#: Adam step normalises a row's magnitude, so the smaller norm costs it little).
+ATTACK_OPTIONS: dict[str, dict[str, Any]] = {
+    "random": {"poisoning": "random"},
+    "popular": {"poisoning": "popular"},
+    "crafted": {"poisoning": "crafted"},
+    "crafted-norm1": {"poisoning": "crafted", "poisoning_scale": 1.0},
+    "untargeted": {"poisoning": "untargeted"},
+}
+ATTACKS = tuple(ATTACK_OPTIONS)
 #: The targeted attacks (the untargeted one lowers accuracy; it does not aim at exposure).
-TARGETED = ("random", "popular", "crafted")
+TARGETED = ("random", "popular", "crafted", "crafted-norm1")
 #: The accuracy a default defense may cost without attack (issue 40: 2%).
 DEFAULT_COST = 0.02
 FRACTIONS = (0.001, 0.01, 0.05)
@@ -149,11 +160,11 @@ def plan(seeds: int, quick: bool) -> list[RunSpec]:
             rows = [(_key("clean", t.method, ds, d), {"poisoning": "crafted",
                                                       "malicious_fraction": 0.0, **ov})
                     for d, ov in defenses.items()]
-            rows += [(_key("attack", t.method, ds, a, f), {"poisoning": a,
+            rows += [(_key("attack", t.method, ds, a, f), {**ATTACK_OPTIONS[a],
                                                            "malicious_fraction": f})
                      for a in attacks for f in fractions]
             rows += [(_key("defended", t.method, ds, a, d),
-                      {"poisoning": a, "malicious_fraction": DEFENDED_FRACTION, **ov})
+                      {**ATTACK_OPTIONS[a], "malicious_fraction": DEFENDED_FRACTION, **ov})
                      for a in attacks for d, ov in defenses.items() if d != "none"]
             specs += [RunSpec(key, t.method, ds, {**common, **extra}, seed_list)
                       for key, extra in rows]
