@@ -4,6 +4,8 @@ derived from client data is the conformance suite's, for every method: tests/con
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -65,6 +67,27 @@ def test_masking_changes_only_what_the_server_sees(ml100k: RatingDataset) -> Non
         report = trainer.privacy_report()
         assert (report["epsilon"] is None) != masking
     assert torch.equal(models[0], models[1])
+
+
+@pytest.mark.parametrize("mode", [{"dp_masking": False}, {"dp": "central"}])
+def test_a_sum_in_clear_streams_in_parts_to_the_same_model(
+        ml100k: RatingDataset, monkeypatch: pytest.MonkeyPatch, mode: dict) -> None:
+    """A sum in clear adds the replies up as they arrive, a few clients at a time (the part
+    size from STREAM_BYTES): the model, the survivors, every message and every metered byte
+    are those of one part holding the whole cohort."""
+    from fedrec.federation import dp_sum
+
+    runs = []
+    for stream_bytes in (dp_sum.STREAM_BYTES, 1):  # 1 byte: one client a part
+        monkeypatch.setattr(dp_sum, "STREAM_BYTES", stream_bytes)
+        trainer, _ = _trainer(ml100k, "fcf", **mode)
+        sent: Counter = Counter()
+        trainer.runtime.observers.append(lambda m, sent=sent: sent.update([(m.sender, m.step)]))
+        stats = [trainer.train_round(r) for r in (1, 2)]
+        runs.append((trainer.job.server.q.detach().clone(), stats, sent,
+                     trainer.ledger.totals()))
+    assert torch.equal(runs[0][0], runs[1][0])
+    assert runs[0][1:] == runs[1][1:]
 
 
 def test_resume_equals_an_uninterrupted_run(ml100k: RatingDataset) -> None:

@@ -74,11 +74,15 @@ from fedrec.privacy.report import (
 from fedrec.privacy.skellam import SkellamEncoding
 from fedrec.privacy.user_level import UserLevelAccountant, solve_noise_multiplier
 
-__all__ = ["DP_MODES", "DPAggregate", "DPAggregateOptions", "DPOptions", "DPOptionsBeside",
-           "DPPlan", "DPSumClient", "check_engine", "check_not_with_secure_aggregation", "dp_on",
+__all__ = ["DP_MODES", "STREAM_BYTES", "DPAggregate", "DPAggregateOptions", "DPOptions",
+           "DPOptionsBeside", "DPPlan", "DPRound", "DPSumClient", "check_engine",
+           "check_not_with_secure_aggregation", "dp_on",
            "evaluation_sender", "expected_mean", "plan_for"]
 
 DP_MODES = ("none", "distributed", "central")
+#: How many bytes of clients' ring vectors a sum in clear holds at once
+#: (:meth:`DPAggregate.round`).
+STREAM_BYTES = 512 * 2**20
 
 
 NOISE_DOC = ("z: noise standard deviation / C of each round's sum (0: solved from "
@@ -343,19 +347,50 @@ class DPAggregate:
                      "the server adds the noise)")
         return receives(step, described, secure=distributed and self.cfg.dp_masking)
 
+    def round(self, rt: Runtime, step: str, payload: Payload,
+              among: Sequence[PartyId] | None = None,
+              cohort: list[PartyId] | None = None) -> DPRound:
+        """One round of the DP aggregate: this round's Poisson cohort (:meth:`cohort` of
+        ``among``, or ``cohort`` where the method drew it for an earlier step of the round) is
+        sent ``payload`` with the request of the sum, runs the method's ``step`` and replies
+        with its vector (:class:`DPSumClient`); the result is the noised sum
+        (:meth:`aggregate`).
+        A sum in clear (``dp_masking`` false, ``central``) is added up as the replies arrive,
+        :data:`STREAM_BYTES` of them at a time (:meth:`Runtime.gather`): a large population's
+        dense vectors are never all in memory."""
+        cohort = self.cohort(rt, among) if cohort is None else cohort
+        request = {**payload, **self.request(cohort)}
+        if self.masked:
+            replies = rt.broadcast(step, cohort, request)
+            return DPRound(*self.aggregate(rt, replies, len(cohort), step=step), list(replies))
+        acc = PlainSum(self.sum_config(len(cohort)))
+        chunk = max(1, STREAM_BYTES // (self.plan.dim * acc.total.itemsize))
+        replied = rt.gather(step, cohort, request, acc.add, chunk=chunk)
+        if not replied:
+            raise rt.no_update(step)
+        return DPRound(*self.release(rt, acc.result()[0], replied, len(cohort)), replied)
+
+    @property
+    def masked(self) -> bool:
+        """Whether the round's vectors reach the server only inside a secure sum."""
+        return self.cfg.dp == "distributed" and bool(self.cfg.dp_masking)
+
+    def sum_config(self, cohort: int) -> Any:
+        """The sum's configuration for a cohort of ``cohort`` clients."""
+        plan = self.plan
+        s = plan.sum
+        return secure_sum_config(plan.dim, cohort, s["threshold"], plan.clip, s["modulus_bits"],
+                                 variant=s["variant"], corrupt=s["corrupt"],
+                                 dropout=s["dropout"], preencoded=self.cfg.dp == "distributed")
+
     def aggregate(self, rt: Runtime, replies: Mapping[PartyId, Payload], cohort: int, *,
                   step: str) -> tuple[np.ndarray, list[PartyId]]:
         """The noised sum of the round's vectors (decoded floats; ``replies`` are those of the
         method's ``step`` to a cohort of ``cohort`` clients) and whose vectors it holds. No
         vector at all is a :class:`~fedrec.errors.NoUpdateError`, fewer than a
         distributed-DP sum's threshold a :class:`ProtocolError`."""
-        plan, distributed = self.plan, self.cfg.dp == "distributed"
-        s = plan.sum
-        config = secure_sum_config(plan.dim, cohort, s["threshold"], plan.clip,
-                                   s["modulus_bits"], variant=s["variant"],
-                                   corrupt=s["corrupt"], dropout=s["dropout"],
-                                   preencoded=distributed)
-        if distributed and self.cfg.dp_masking:
+        config = self.sum_config(cohort)
+        if self.masked:
             result = run_secure_sum(rt, replies, config, step=step)
             total, survivors = result.total, list(result.survivors)
         else:
@@ -363,6 +398,14 @@ class DPAggregate:
             for party, reply in rt.updates(replies, step).items():
                 acc.add(party, reply)
             total, survivors = acc.result()[0], list(replies)
+        return self.release(rt, total, survivors, cohort)
+
+    def release(self, rt: Runtime, total: np.ndarray, survivors: list[PartyId], cohort: int
+                ) -> tuple[np.ndarray, list[PartyId]]:
+        """The released sum of ``survivors``' vectors (``total``: the decoded ring sum): the
+        distributed sum decoded with its noise, or the central sum with the server's
+        Gaussian; accounted."""
+        plan, distributed = self.plan, self.cfg.dp == "distributed"
         if distributed:
             enc = plan.encoding(cohort)
             if len(survivors) < enc.threshold:
@@ -446,6 +489,16 @@ class DPAggregate:
         for c, counts in state["per_client"].items():
             self.accountant.per_client.setdefault(c, type(self.accountant.rounds)()).update(
                 counts)
+
+
+@dataclass
+class DPRound:
+    """What :meth:`DPAggregate.round` gives the server: the released (noised) sum, whose
+    vectors it holds, and who replied to the round's step."""
+
+    total: np.ndarray
+    survivors: list[PartyId]
+    replied: list[PartyId]
 
 
 def expected_mean(total: np.ndarray, plan: DPPlan) -> np.ndarray:

@@ -117,12 +117,10 @@ class FCFServer(ServerLogic):
         noised sum of the Poisson cohort's clipped dense gradients, and divides it by the public
         expected cohort size."""
         assert self.dp is not None
-        cohort = self.dp.cohort(rt)
-        replies = rt.broadcast(TRAIN, cohort, dict(self._broadcast(), **self.dp.request(cohort)))
-        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
-        self._step(torch.from_numpy(expected_mean(total, self.dp.plan)).to(self.q.device,
-                                                                           self.q.dtype))
-        return {"clients": float(len(survivors))}
+        released = self.dp.round(rt, TRAIN, self._broadcast())
+        self._step(torch.from_numpy(expected_mean(released.total, self.dp.plan)).to(
+            self.q.device, self.q.dtype))
+        return {"clients": float(len(released.survivors))}
 
     def _step(self, total: torch.Tensor) -> None:
         """One Adam step on a flat gradient laid out as :meth:`FCFClient.dense_upload`."""

@@ -148,10 +148,9 @@ class FedMVMFServer(ServerLogic):
         the clients that train, the noised sum of their clipped dense gradients divided by the
         public expected cohort size, and how many clients are in it."""
         assert self.dp is not None
-        cohort = self.dp.cohort(rt, among=self.trainable)
-        replies = rt.broadcast(TRAIN, cohort, {**self._broadcast(), **self.dp.request(cohort)})
-        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
-        return (*self._split(expected_mean(total, self.dp.plan)), len(survivors))
+        released = self.dp.round(rt, TRAIN, self._broadcast(), among=self.trainable)
+        return (*self._split(expected_mean(released.total, self.dp.plan)),
+                len(released.survivors))
 
     def evaluate(self, rt: Runtime, split: str = "test") -> dict[str, float]:
         clients = evaluated_clients(list(rt.client_ids), self.cfg.eval_devices,

@@ -154,14 +154,12 @@ class FedGNNServer(ServerLogic):
         the Poisson cohort's clipped dense gradients, divided by the expected cohort size; no
         graph expansion, no pseudo item, no LDP."""
         assert self.dp is not None
-        cohort = self.dp.cohort(rt)
-        replies = rt.broadcast(TRAIN, cohort, dict(self._broadcast(), **self.dp.request(cohort)))
-        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
-        mean = torch.from_numpy(expected_mean(total, self.dp.plan)).float()
+        released = self.dp.round(rt, TRAIN, self._broadcast())
+        mean = torch.from_numpy(expected_mean(released.total, self.dp.plan)).float()
         p = gnn.flatten(self.params).numel()
         self._step(rnd, mean[:p], mean[p:].view(self.items.shape), g_items_denominator=1.0,
                    g_model_denominator=1.0)
-        return {"clients": float(len(survivors))}
+        return {"clients": float(len(released.survivors))}
 
     def _sum_uploads(self, replies: dict[Any, Payload]
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

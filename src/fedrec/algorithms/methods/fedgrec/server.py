@@ -176,11 +176,9 @@ class FedGRecServer(ServerLogic):
         re-estimates it: ``A <- (1 - beta) A + beta S / q``."""
         assert self.dp is not None
         n, d, lay = self.num_items, self.cfg.dim, self.layout
-        cohort = self.dp.cohort(rt)
         refresh = self.refresh_round(rnd)
-        request = {**self.tables(), "refresh": int(refresh), **self.dp.request(cohort)}
-        replies = rt.broadcast(TRAIN, cohort, request)
-        total, survivors = self.dp.aggregate(rt, replies, len(cohort), step=TRAIN)
+        released = self.dp.round(rt, TRAIN, {**self.tables(), "refresh": int(refresh)})
+        total, survivors = released.total, released.survivors
         mean = torch.from_numpy(expected_mean(total[: n * d], self.dp.plan)).reshape(n, d)
         self.item_emb += (self.cfg.server_lr * mean).to(self.item_emb)
         if lay.degrees is not None:  # none with a public degree

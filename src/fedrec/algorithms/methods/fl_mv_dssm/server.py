@@ -122,12 +122,11 @@ class FLMVDSSMServer(ServerLogic):
         assert self.dp is not None
         devices = self.dp.cohort(rt, among=self.trainable)
         rt.broadcast(VIEW_TRAIN, self.view_ids(devices), self.model())
-        replies = rt.broadcast(LOCAL_AGGREGATE, devices, self.dp.request(devices))
-        self.participations.update(replies.keys())  # their views released to their device
-        total, survivors = self.dp.aggregate(rt, replies, len(devices), step=LOCAL_AGGREGATE)
-        mean = torch.from_numpy(expected_mean(total, self.dp.plan))
+        released = self.dp.round(rt, LOCAL_AGGREGATE, {}, cohort=devices)
+        self.participations.update(released.replied)  # their views released to their device
+        mean = torch.from_numpy(expected_mean(released.total, self.dp.plan))
         self.adam_step(mean)
-        return {"clients": float(len(survivors)), "update_norm": float(mean.norm())}
+        return {"clients": float(len(released.survivors)), "update_norm": float(mean.norm())}
 
     def adam_step(self, mean_update: torch.Tensor) -> None:
         """Adam (``server_lr``) with the negated mean update as the gradient, per vector."""
