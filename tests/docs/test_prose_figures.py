@@ -2,15 +2,19 @@
 lives on a generated page (``results/**``, written by ``fedrec reproduce``) or in a generated
 block, and prose says where to look.
 
-What is scanned: README.md and every page under ``docs/``, minus fenced code, inline code
+What is scanned: README.md, every page under ``docs/`` and every hand-written results page
+(``results/**/*.md`` but the pages ``fedrec pages`` writes whole from a bench's JSON,
+:data:`fedrec.reproduce.bench_pages.BENCH_PAGES`), minus fenced code, inline code
 (commands and option values), link targets, HTML comments, the options tables the site makes
 from the config dataclasses (``<!-- fedrec-options: X -->`` ... ``<!-- /fedrec-options -->``)
 and generated blocks (``<!-- fedrec-generated: SOURCE -->`` ... ``<!-- /fedrec-generated -->``,
 :data:`fedrec.reproduce.blocks.BLOCK`, or a whole page that starts as a reproduction's report
 does, :data:`fedrec.reproduce.pages.GENERATED_PAGE`). What counts as a figure: a decimal
 (``0.807``, ``2.7x``, ``3.4e-10``) or a percentage (``65%``). The allow-list, :data:`ALLOWED`:
-version numbers, arXiv ids, a delta, and an option's default or value stated beside its name
-(``default 0.2``, ```dp_delta` (1e-5)``), which are constants, not measurements.
+version numbers, arXiv ids, a delta, a paper's published figure or an issue's target stated
+as such (``published 0.815``, ``target >= 0.80``), and an option's default or value stated
+beside its name (``default 0.2``, ```dp_delta` (1e-5)``), which are constants, not
+measurements.
 
 Any figure in prose fails the test, with its page and line.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fedrec.reproduce.bench_pages import BENCH_PAGES
 from fedrec.reproduce.blocks import BLOCK
 from fedrec.reproduce.pages import GENERATED_PAGE
 
@@ -44,11 +49,19 @@ ALLOWED = {
     "arXiv id": re.compile(r"arXiv[: ]\s?$", re.I),
     "default": re.compile(r"default(?:s| is| of)?[:=]?\s?$", re.I),
     "delta": re.compile(r"(?:delta|δ)\s?(?:=|of)?\s?$", re.I),
+    "published or target": re.compile(r"(?:published|target)\s?(?:>=|≥|:)?\s?$", re.I),
     "an option's value": re.compile(CODE + r"\s?[(:=]\s?$"),  # `dp_delta` (1e-5)
 }
+
+
 def pages() -> list[Path]:
+    """README.md, the docs pages and the results pages not written whole by ``fedrec pages``
+    from a bench's JSON (a reproduction's report is skipped by :func:`figures`: it starts with
+    :data:`GENERATED_PAGE`)."""
+    bench = {REPO / page.page for page in BENCH_PAGES.values()}
     return [REPO / "README.md",
-            *sorted(p for p in (REPO / "docs").rglob("*.md") if "hooks" not in p.parts)]
+            *sorted(p for p in (REPO / "docs").rglob("*.md") if "hooks" not in p.parts),
+            *sorted(p for p in (REPO / "results").rglob("*.md") if p not in bench)]
 
 
 def figures(text: str) -> list[tuple[int, str]]:
@@ -83,7 +96,8 @@ def test_what_counts_as_a_figure() -> None:
         "<!-- /fedrec-generated -->",
         "<!-- fedrec-options: pmf -->", "| lr | 0.01 |", "<!-- /fedrec-options -->",
         "[a page](results/0.5.md) then 12.5 %",
+        "Kipf & Welling published 0.815; target >= 0.80; reached 0.81",
     ])
     assert figures(text) == [(1, "0.807"), (1, "65%"), (1, "2.7x"), (1, "3.4e-10"),
-                             (12, "12.5 %")]
+                             (12, "12.5 %"), (13, "0.81")]
     assert figures(GENERATED_PAGE + "fedrec reproduce x` -->\n0.807\n") == []
