@@ -58,8 +58,12 @@ def robustness(algorithm: str, dataset: str, values: typing.Mapping[str, Any],
 
 def _first_line(entries: typing.Iterable[typing.Mapping[str, Any]], algorithm: str,
                 dataset: str, values: typing.Mapping[str, Any]) -> str | None:
-    for c in entries:
-        if (c["algorithm"], c["dataset"]) == (algorithm, dataset) and all(
-                values.get(k) == v for k, v in c["mechanism"].items()):
-            return f"{c['line']} ({c['command']})"
-    return None
+    """The line of the entry for ``algorithm`` on ``dataset`` whose mechanism ``values`` has;
+    where several have it, the one that names the most options (the most specific: a
+    bounded variant of a defense over the defense alone), the first of those."""
+    found = [c for c in entries if (c["algorithm"], c["dataset"]) == (algorithm, dataset)
+             and all(values.get(k) == v for k, v in c["mechanism"].items())]
+    if not found:
+        return None
+    c = max(found, key=lambda c: len(c["mechanism"]))
+    return f"{c['line']} ({c['command']})"
