@@ -16,8 +16,9 @@ only the profiles built here (for a takeover, the taken-over user's own rows bes
   items most users like). Model-poisoning attacks hold the ``random`` profile, so that they
   take part in the protocol as a user of that profile would.
 * **Kinds**: ``fake`` users are added after the last user id (the population grows, as when an
-  attacker registers accounts); ``takeover`` replaces the profile of existing users, drawn from
-  the seed among the users with training rows (the population is unchanged).
+  attacker registers accounts), with no feature and no social link; ``takeover`` replaces the
+  profile of existing users, drawn from the seed among the users with training rows (the
+  population is unchanged).
 """
 
 from __future__ import annotations
@@ -92,9 +93,6 @@ def fake_profiles(cfg: PoisoningOptions, users: np.ndarray, targets: np.ndarray,
 
 def plan_attack(cfg: PoisoningOptions, dataset: RatingDataset) -> AttackPlan:
     """The population of ``cfg``'s attack on ``dataset`` (module docstring)."""
-    if dataset.user_graph is not None:
-        raise ConfigError(f"{dataset.name}: malicious clients on a dataset with a user graph "
-                          "are not supported yet")
     train = dataset.train
     popularity = item_popularity(train, dataset.num_items)
     targets = draw_targets(popularity, cfg.poisoning_targets, cfg.seed)
@@ -111,8 +109,13 @@ def plan_attack(cfg: PoisoningOptions, dataset: RatingDataset) -> AttackPlan:
         if feats is not None:  # a fake user states no feature (all zeros)
             feats = np.concatenate([feats[: dataset.num_users],
                                     np.zeros((count, *feats.shape[1:]), feats.dtype)])
+        graph = dataset.user_graph
+        if graph is not None:  # a fake user has no social link
+            graph = graph.tocsr(copy=True)
+            graph.resize((dataset.num_users + count, dataset.num_users + count))
         poisoned = replace(dataset, num_users=dataset.num_users + count,
-                           train=Interactions.concat(train, rows), user_features=feats)
+                           train=Interactions.concat(train, rows), user_features=feats,
+                           user_graph=graph)
     else:
         malicious = np.sort(numpy_rng(cfg.seed, "poisoning-takeover").choice(
             user_ids, count, replace=False))
