@@ -63,7 +63,7 @@ class ServerLogic(ABC):
 
     #: In a poisoning experiment, the target items whose exposure the client-side evaluation
     #: measures (:mod:`fedrec.metrics.exposure`): the experimenter's, set before the first
-    #: round (:func:`fedrec.algorithms.poisoning.build_poisoned_job`) and sent in the
+    #: round (:meth:`AlgorithmSpec.poisoned_job`) and sent in the
     #: evaluation request (:func:`~fedrec.algorithms.mf_common.eval_request`); no training
     #: step reads it.
     exposure_targets: torch.Tensor | None = None
@@ -310,7 +310,7 @@ class AlgorithmSpec:
     memory_estimate: Callable[[RunConfig, dict[str, Any]], dict[str, int]] | None = None
     #: How a malicious client speaks the method's protocol, for model-poisoning attacks
     #: (:mod:`fedrec.attacks.poisoning`): the adapter made from the method's client logic.
-    #: A method whose config has the poisoning options (``attack``, ...) supports the data
+    #: A method whose config has the poisoning options (``poisoning``, ...) supports the data
     #: attacks and the exposure measure without it; None refuses the model attacks.
     poisoning: Callable[[Any], Adapter] | None = None
 
