@@ -64,6 +64,9 @@ def test_malicious_clients_are_ordinary_parties(name: str, data_root) -> None:
         assert {"ER@5", "ER@10"} <= set(bad.evaluate("valid"))
         evaluated = {m.sender for m in later if m.step == "evaluate"}
         assert evaluated and not evaluated & malicious
+        # The exposure shares (whether a client rated a target) are the experimenter's.
+        assert not any(m.receiver == SERVER or m.sender == SERVER
+                       for m in later if m.step == "evaluate")
         assert all(bad.runtime.role(c) == CLIENT for c in malicious)
 
 

@@ -177,9 +177,13 @@ def _dp_mode(cfg: Any) -> str | None:
 
 
 def evaluation_sender(cfg: Any) -> PartyId:
-    """Who asks for (and receives) a client-side evaluation: the server, or in a DP run (the
-    DP aggregate or a method's local DP mechanism) the experimenter (module docstring)."""
-    return EXPERIMENTER if _dp_mode(cfg) else SERVER
+    """Who asks for (and receives) a client-side evaluation: the server, or the experimenter in
+    a DP run (the DP aggregate or a method's local DP mechanism: module docstring) and in a
+    poisoning experiment, whose evaluation replies carry each benign client's exposure shares
+    (:mod:`fedrec.metrics.exposure`): whether it rated each target, and whether each target is
+    in its top K, which the server must not learn."""
+    poisoned = getattr(cfg, "poisoning", "none") != "none"
+    return EXPERIMENTER if _dp_mode(cfg) or poisoned else SERVER
 
 
 def check_engine(cfg: Any, engine: str) -> None:

@@ -94,8 +94,8 @@ class Target:
 
 
 TARGETS = (
-    # FCF's norm bound: about the median L2 norm of a benign upload on ML-100K (between 14 and
-    # 17 over rounds 1-30 of the default run, measured with a runtime observer).
+    # FCF's norm bound: about the median L2 norm of a benign upload on ML-100K in the default
+    # run (read from the uploads a runtime observer sees; not a committed measurement).
     Target("fcf", ("ml-100k", "douban"), "rmse", True, {
         "none": {},
         "norm_bound": {"defense": "norm_bound", "defense_bound": 15.0},
